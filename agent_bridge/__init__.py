@@ -1,0 +1,32 @@
+"""Talking to ACP agent processes: the sans-I/O JSON-RPC core, the anyio driver, the
+process and its escalating stop, the ACP client and its workspace confinement.
+
+Imports neither ``server`` nor ``store``.
+"""
+
+from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
+from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
+from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
+from agent_bridge.process import AgentProcess, ProcessSpec, agent_environment, kill_orphans
+from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AcpClient",
+    "AgentConnection",
+    "AgentExited",
+    "AgentHandler",
+    "AgentProcess",
+    "AgentStartError",
+    "BridgeError",
+    "ClientCallbacks",
+    "PathOutsideWorkspace",
+    "ProcessSpec",
+    "ProtocolBroken",
+    "RpcError",
+    "Workspace",
+    "WorkspaceError",
+    "agent_environment",
+    "connect_agent",
+    "kill_orphans",
+]

@@ -1,0 +1,237 @@
+"""The ACP client: the editor's side of the Agent Client Protocol.
+
+It drives the agent (initialize, authenticate, session/new|load|resume, prompt, cancel)
+and answers what the agent asks of the client: permissions (relayed to the host through
+``ClientCallbacks``), file access confined to the session's ``Workspace``, terminals, and
+-32601 for anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+import anyio
+
+from agent_bridge import jsonrpc
+from agent_bridge.connection import AgentConnection
+from agent_bridge.errors import RpcError
+from agent_bridge.workspace import FileNotFound, Workspace, WorkspaceError
+
+__all__ = ["PROTOCOL_VERSION", "AcpClient", "ClientCallbacks", "TerminalHost"]
+
+PROTOCOL_VERSION = 1
+CLIENT_INFO = {"name": "agent-sessions", "title": "agent-sessions", "version": "0.1.0"}
+RESOURCE_NOT_FOUND = -32002
+
+
+class ClientCallbacks(Protocol):
+    """What the host does with what the agent sends."""
+
+    async def on_session_update(self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool) -> None:
+        """One ``session/update``, in arrival order. ``replayed`` during session/load."""
+        ...
+
+    async def on_permission_request(self, params: dict[str, Any], raw: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+        """Register the request (in order); return the awaitable ``outcome`` object."""
+        ...
+
+
+class TerminalHost(Protocol):
+    async def handle(self, method: str, params: dict[str, Any]) -> Any: ...
+
+
+class AcpClient:
+    """One agent session's client. Bind it to a connection, then call its methods."""
+
+    def __init__(
+        self,
+        callbacks: ClientCallbacks,
+        workspace: Workspace,
+        *,
+        terminals: TerminalHost | None = None,
+        request_timeout: float = 60.0,
+    ) -> None:
+        self._callbacks = callbacks
+        self._workspace = workspace
+        self._terminals = terminals
+        self._timeout = request_timeout
+        self._conn: AgentConnection | None = None
+        self._replaying = False
+        self.session_id: str | None = None
+        self.init_result: dict[str, Any] = {}
+
+    # -- capabilities ------------------------------------------------------------------
+
+    def bind(self, conn: AgentConnection) -> None:
+        self._conn = conn
+
+    @property
+    def connection(self) -> AgentConnection:
+        if self._conn is None:
+            raise RuntimeError("AcpClient is not bound to a connection")
+        return self._conn
+
+    @property
+    def agent_capabilities(self) -> dict[str, Any]:
+        caps = self.init_result.get("agentCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def auth_method_ids(self) -> list[str]:
+        methods = self.init_result.get("authMethods") or []
+        return [str(m.get("id")) for m in methods if isinstance(m, dict) and m.get("id")]
+
+    @property
+    def can_load(self) -> bool:
+        return bool(self.agent_capabilities.get("loadSession"))
+
+    @property
+    def can_resume(self) -> bool:
+        session_caps = self.agent_capabilities.get("sessionCapabilities") or {}
+        return isinstance(session_caps, dict) and session_caps.get("resume") is not None
+
+    @property
+    def can_close(self) -> bool:
+        session_caps = self.agent_capabilities.get("sessionCapabilities") or {}
+        return isinstance(session_caps, dict) and session_caps.get("close") is not None
+
+    # -- client → agent ----------------------------------------------------------------
+
+    async def initialize(self) -> dict[str, Any]:
+        result = await self.connection.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": True, "writeTextFile": True},
+                    "terminal": self._terminals is not None,
+                },
+                "clientInfo": CLIENT_INFO,
+            },
+        )
+        self.init_result = result if isinstance(result, dict) else {}
+        return self.init_result
+
+    async def authenticate(self, method_id: str) -> None:
+        await self.connection.request("authenticate", {"methodId": method_id}, timeout=self._timeout)
+
+    async def new_session(self) -> str:
+        result = await self.connection.request(
+            "session/new", {"cwd": str(self._workspace.root), "mcpServers": []}
+        )
+        if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "session/new returned no sessionId")
+        self.session_id = result["sessionId"]
+        return self.session_id
+
+    async def load_session(self, session_id: str) -> None:
+        """session/load: the agent replays its history first; those updates reach the
+        callbacks with ``replayed=True`` so the host does not store them twice."""
+        self._replaying = True
+        try:
+            await self.connection.request(
+                "session/load",
+                {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+                timeout=self._timeout,
+            )
+        finally:
+            self._replaying = False
+        self.session_id = session_id
+
+    async def resume_session(self, session_id: str) -> None:
+        await self.connection.request(
+            "session/resume",
+            {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+            timeout=self._timeout,
+        )
+        self.session_id = session_id
+
+    async def prompt(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        """One turn; returns the prompt result (``stopReason``, maybe ``usage``)."""
+        result = await self.connection.request(
+            "session/prompt", {"sessionId": self.session_id, "prompt": blocks}
+        )
+        return result if isinstance(result, dict) else {}
+
+    async def cancel(self) -> None:
+        if self.session_id is not None:
+            await self.connection.notify("session/cancel", {"sessionId": self.session_id})
+
+    async def close_session(self) -> None:
+        """The polite stop: session/close where offered, else cancel."""
+        if self.session_id is None:
+            return
+        if self.can_close:
+            try:
+                await self.connection.request("session/close", {"sessionId": self.session_id})
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                return
+        else:
+            await self.cancel()
+
+    # -- agent → client ----------------------------------------------------------------
+
+    async def on_notification(self, note: jsonrpc.Notification) -> None:
+        if note.method == "session/update" and isinstance(note.params, dict):
+            update = note.params.get("update")
+            if isinstance(update, dict):
+                await self._callbacks.on_session_update(update, note.raw, replayed=self._replaying)
+
+    async def on_request(self, request: jsonrpc.Request) -> Awaitable[Any]:
+        params = request.params if isinstance(request.params, dict) else {}
+        method = request.method
+        if method == "session/request_permission":
+            self._check_session(params)
+            outcome = await self._callbacks.on_permission_request(params, request.raw)
+            return _wrap_outcome(outcome)
+        if method == "fs/read_text_file":
+            self._check_session(params)
+            return self._read_text_file(params)
+        if method == "fs/write_text_file":
+            self._check_session(params)
+            return self._write_text_file(params)
+        if method.startswith("terminal/") and self._terminals is not None:
+            self._check_session(params)
+            return self._terminals.handle(method, params)
+        raise RpcError(jsonrpc.METHOD_NOT_FOUND, "Method not found")
+
+    def _check_session(self, params: dict[str, Any]) -> None:
+        if self.session_id is not None and params.get("sessionId") != self.session_id:
+            raise RpcError(jsonrpc.INVALID_PARAMS, "Unknown sessionId")
+
+    async def _read_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        path, line, limit = params.get("path"), params.get("line"), params.get("limit")
+        if not isinstance(path, str):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "path must be a string")
+        if not (line is None or isinstance(line, int)) or not (limit is None or isinstance(limit, int)):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "line and limit must be integers")
+        try:
+            content = await anyio.to_thread.run_sync(
+                lambda: self._workspace.read_text(path, line=line, limit=limit)
+            )
+        except WorkspaceError as exc:
+            raise _rpc_error(exc) from None
+        except ValueError:
+            raise RpcError(jsonrpc.INVALID_PARAMS, "line must be >= 1 and limit >= 0") from None
+        return {"content": content}
+
+    async def _write_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        path, content = params.get("path"), params.get("content")
+        if not isinstance(path, str) or not isinstance(content, str):
+            raise RpcError(jsonrpc.INVALID_PARAMS, "path and content must be strings")
+        try:
+            await anyio.to_thread.run_sync(lambda: self._workspace.write_text(path, content))
+        except WorkspaceError as exc:
+            raise _rpc_error(exc) from None
+        return {}
+
+
+async def _wrap_outcome(outcome: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    return {"outcome": await outcome}
+
+
+def _rpc_error(exc: WorkspaceError) -> RpcError:
+    if isinstance(exc, FileNotFound):
+        return RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"path": exc.path})
+    return RpcError(jsonrpc.INVALID_PARAMS, f"Refused: {exc.reason}", {"path": exc.path})

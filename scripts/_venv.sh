@@ -1,0 +1,22 @@
+# Sourced by scripts/*: make sure .venv exists and has the project installed.
+# Usage: ensure_venv [extras]   (extras like "dev"); reinstalls when pyproject.toml changes.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="${PYTHON:-python3}"
+
+ensure_venv() {
+  local extras="${1:-}"
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "==> creating $VENV" >&2
+    "$PY" -m venv "$VENV"
+  fi
+  local spec="$ROOT"
+  [ -n "$extras" ] && spec="$ROOT[$extras]"
+  local stamp="$VENV/.installed-${extras:-base}"
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+    echo "==> installing agent-sessions${extras:+ [$extras]} into .venv" >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2
+    touch "$stamp"
+  fi
+}

@@ -1,0 +1,1 @@
+"""The HTTP and WebSocket edge of agent-sessions."""

@@ -1,0 +1,127 @@
+"""``create_app(settings)``: the Starlette application. Everything with a lifetime (the
+database, writer, broker, hub and their tasks) is built in the lifespan, nothing at import."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+from sqlalchemy.engine import make_url
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.agents import load_agents
+from server.broker import Broker
+from server.errors import exception_handlers
+from server.hub import Hub
+from server.logs import REQUEST_ID
+from server.routes import ops, repos, runs, sessions, ws
+from server.security import TokenMiddleware
+from server.settings import Settings
+from server.state import AppState
+from server.writer import Writer
+from store import Database, open_database, upgrade
+from store import repos as repo_store
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("agent_sessions.app")
+STATIC = Path(__file__).parent / "static"
+
+
+class RequestIdMiddleware:
+    """Give every request an id: in its logs, in the X-Request-ID header, in 500 bodies."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})["request_id"] = request_id
+        token = REQUEST_ID.set(request_id)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            REQUEST_ID.reset(token)
+
+
+def _prepare_paths(settings: Settings) -> None:
+    settings.workspace_root.mkdir(parents=True, exist_ok=True)
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+
+
+async def auto_register(settings: Settings, db: Database) -> None:
+    """Register every git work tree directly under the workspace root."""
+    from server.routes.repos import resolve_repo_path
+    from store import Repo, utcnow
+
+    root = settings.workspace_root.resolve()
+    candidates = sorted(p for p in root.iterdir() if p.is_dir() and (p / ".git").exists())
+    async with db.write() as session, session.begin():
+        for candidate in candidates:
+            path = resolve_repo_path(root, str(candidate))
+            if await repo_store.get_repo_by_path(session, str(path)) is None:
+                await repo_store.add_repo(session, Repo(
+                    id=str(uuid.uuid4()), name=path.name, path=str(path), is_git_repo=True, created_at=utcnow()))
+                log.info("registered repository %s", path, extra={"event": "repo_registered"})
+
+
+def create_app(settings: Settings) -> Starlette:
+    agents = load_agents(settings)
+    settings = settings.with_changes(workspace_root=settings.workspace_root.resolve())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        _prepare_paths(settings)
+        db = open_database(settings.database_url)
+        try:
+            await upgrade(db)
+            broker = Broker()
+            writer = Writer(db, broker)
+            hub = Hub(settings, db, writer, broker, agents)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.run)
+                await tg.start(hub.run)
+                await hub.recover()
+                if settings.auto_register_repos:
+                    await auto_register(settings, db)
+                app.state.agent_sessions = AppState(settings, db, writer, broker, hub, agents)
+                log.info("ready", extra={"event": "ready"})
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await hub.shutdown()
+                        await writer.drain()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await db.close()
+
+    routes = [*ops.routes, *repos.routes, *sessions.routes, *runs.routes, *ws.routes]
+    if STATIC.is_dir():
+        routes.append(Mount("/", StaticFiles(directory=STATIC, html=True), name="ui"))
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestIdMiddleware), Middleware(TokenMiddleware, settings=settings)],
+        exception_handlers=exception_handlers,
+        lifespan=lifespan,
+    )

@@ -1,0 +1,96 @@
+"""Per-session fan-out of stored messages to WebSocket subscribers.
+
+Each subscriber has a bounded queue. Publishing never waits: a subscriber whose queue is
+full is marked overflowed and closed by its endpoint (4008); it catches up from the
+database with its cursor. One slow browser never slows the agent or grows memory.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable
+
+import anyio
+
+__all__ = ["Broker", "Subscription"]
+
+DEFAULT_QUEUE_SIZE = 8192
+
+
+class Subscription:
+    """One viewer's queue of ``(seq, frame text)``."""
+
+    def __init__(self, session_id: str, maxsize: int) -> None:
+        self.session_id = session_id
+        self._maxsize = maxsize
+        self._frames: deque[tuple[int, str]] = deque()
+        self._ready = anyio.Event()
+        self.overflowed = False
+        self.closed = False
+
+    def put(self, seq: int, frame: str) -> None:
+        if self.overflowed or self.closed:
+            return
+        if len(self._frames) >= self._maxsize:
+            self.overflowed = True
+            self._frames.clear()
+        else:
+            self._frames.append((seq, frame))
+        self._ready.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
+
+    async def wait_frames(self) -> list[tuple[int, str]]:
+        """Wait until there is something; return every queued frame. An empty list
+        means the subscription overflowed or was closed."""
+        while not self._frames and not (self.overflowed or self.closed):
+            await self._ready.wait()
+            self._ready = anyio.Event()
+        if self.overflowed or self.closed:
+            return []
+        frames = list(self._frames)
+        self._frames.clear()
+        return frames
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+
+class Broker:
+    """The in-process broker: one node, one process."""
+
+    def __init__(self, queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
+        self._queue_size = queue_size
+        self._subs: defaultdict[str, set[Subscription]] = defaultdict(set)
+
+    def subscribe(self, session_id: str) -> Subscription:
+        sub = Subscription(session_id, self._queue_size)
+        self._subs[session_id].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.session_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.session_id]
+
+    def publish(self, session_id: str, frames: Iterable[tuple[int, str]]) -> None:
+        subs = self._subs.get(session_id)
+        if not subs:
+            return
+        frames = list(frames)
+        for sub in subs:
+            for seq, frame in frames:
+                sub.put(seq, frame)
+
+    def close_all(self) -> None:
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.close()
+
+    @property
+    def viewer_count(self) -> int:
+        return sum(len(subs) for subs in self._subs.values())

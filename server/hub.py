@@ -1,0 +1,436 @@
+"""The session hub: the registry of live sessions, admission, agent start and restore,
+ending sessions, crash handling, startup recovery, the idle sweep and shutdown."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from agent_bridge import AgentExited, AgentStartError, ProtocolBroken, RpcError, Workspace
+from agent_bridge import WorkspaceError, agent_environment, kill_orphans
+from server import metrics
+from server.agents import AgentConfig
+from server.broker import Broker
+from server.errors import ApiError
+from server.live_session import LiveSession, Restore
+from server.settings import Settings
+from server.transcript import build_transcript, render_preamble
+from server.writer import Draft, Writer
+from store import Database, Repo, SessionRecord, utcnow
+from store import messages as message_store
+from store import permissions as permission_store
+from store import repos as repo_store
+from store import runs as run_store
+from store import sessions as session_store
+
+__all__ = ["Hub"]
+
+log = logging.getLogger("agent_sessions.hub")
+
+
+def _process_start_time(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "0"
+
+
+def find_exception(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first ``kind`` inside ``exc`` or its exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = find_exception(inner, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None) -> Draft:
+    return Draft("system", {"type": "status", "status": status, "reason": reason, "detail": detail or {}})
+
+
+class Hub:
+    def __init__(
+        self, settings: Settings, database: Database, writer: Writer, broker: Broker,
+        agents: dict[str, AgentConfig],
+    ) -> None:
+        self.settings = settings
+        self.db = database
+        self.writer = writer
+        self.broker = broker
+        self.agents = agents
+        self.live: dict[str, LiveSession] = {}
+        self._locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
+        self._tg: TaskGroup | None = None
+        self.shutting_down = False
+        prefix = hashlib.sha1(database.url.encode()).hexdigest()[:12]  # noqa: S324 - a label
+        self.owner_prefix = prefix
+        self.owner = f"{prefix}:{os.getpid()}:{_process_start_time(os.getpid())}"
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._sweep_loop)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def shutdown(self) -> None:
+        """Cancel turns (runs ``interrupted``), stop every agent, close viewers (1001)."""
+        self.shutting_down = True
+        self.broker.close_all()
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for live in list(self.live.values()):
+                    tg.start_soon(live.stop, "interrupted")
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    def forget(self, live: LiveSession) -> None:
+        if self.live.get(live.id) is live:
+            del self.live[live.id]
+
+    def agent_env(self, agent: AgentConfig) -> dict[str, str]:
+        return agent_environment(os.environ, agent.env, self.owner)
+
+    async def log_active_count(self, change: str, session_id: str) -> None:
+        async with self.db.read() as db:
+            count = await session_store.count_active_sessions(db)
+        metrics.ACTIVE_SESSIONS.set(count)
+        log.info(
+            "active sessions: %d of %d (%s)", count, self.settings.max_concurrent_sessions, change,
+            extra={"event": "active_count", "session_id": session_id, "active": count},
+        )
+
+    # -- starting agents ---------------------------------------------------------------
+
+    async def start_agent_session(self, live: LiveSession, restore: Restore) -> None:
+        """initialize → authenticate → session/new (or load/resume), within the start timeout."""
+        client, timeout, step = live.client, self.settings.agent_start_timeout, "initialize"
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(timeout):
+                await client.initialize()
+                if live.agent.auth_method and client.auth_method_ids:
+                    step = "authenticate"
+                    await client.authenticate(live.agent.auth_method)
+                step = "session/new"
+                if restore.agent_session_id and client.can_load:
+                    step = "session/load"
+                    await client.load_session(restore.agent_session_id)
+                elif restore.agent_session_id and client.can_resume:
+                    step = "session/resume"
+                    await client.resume_session(restore.agent_session_id)
+                else:
+                    await client.new_session()
+                    live.needs_context = live.needs_context or restore.has_history
+        except TimeoutError:
+            conn = client.connection
+            raise AgentStartError(
+                f"the agent did not answer {step} within {timeout:g} s", conn.exit_code, conn.stderr_tail
+            ) from None
+        except (AgentExited, ProtocolBroken):
+            conn = client.connection
+            with anyio.move_on_after(2):
+                await conn.exited.wait()
+            raise AgentStartError(
+                f"the agent exited during {step} with code {conn.exit_code}", conn.exit_code, conn.stderr_tail
+            ) from None
+        except RpcError as exc:
+            conn = client.connection
+            hint = " (it requires authentication: set authMethod for this agent in AGENTS_FILE)" if exc.code == -32000 else ""
+            raise AgentStartError(
+                f"the agent answered {step} with error {exc.code}: {exc.message}{hint}", conn.exit_code, conn.stderr_tail
+            ) from None
+        metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
+        agent_session_id = client.session_id
+        needs_context = live.needs_context
+        async with self.db.write() as db, db.begin():
+            await session_store.update_session(
+                db, live.id, agent_session_id=agent_session_id, needs_context=needs_context
+            )
+
+    async def _start_live(self, record: SessionRecord, repo_path: Path, restore: Restore) -> LiveSession:
+        if self._tg is None or self.shutting_down:
+            raise ApiError(503, "shutting_down", "The server is shutting down.")
+        live = LiveSession(self, record, repo_path)
+        self.live[record.id] = live
+        try:
+            await self._tg.start(live.run, restore)
+        except BaseException as exc:
+            self.forget(live)
+            found = find_exception(exc, AgentStartError)
+            if found is not None:
+                raise found from None
+            spawn = find_exception(exc, OSError)
+            if spawn is not None:
+                raise AgentStartError(f"the agent could not be spawned: {spawn}") from None
+            raise
+        return live
+
+    async def _fail_start(self, record: SessionRecord, exc: AgentStartError) -> ApiError:
+        detail = {"exitCode": exc.exit_code, "stderrTail": exc.stderr_tail, "message": exc.reason}
+        await self._set_status(record.id, "error", "agent_start_failed", detail)
+        await self.log_active_count("agent start failed", record.id)
+        log.warning("agent start failed: %s", exc.reason, extra={"session_id": record.id})
+        return ApiError(502, "agent_start_failed", f"The agent could not start: {exc.reason}.", detail)
+
+    async def _set_status(self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None) -> None:
+        async def write_status(db: Any) -> None:
+            await session_store.update_session(db, session_id, status=status, updated_at=utcnow(), active_run_id=None)
+        await self.writer.submit(session_id, [status_draft(status, reason, detail)], [write_status]).wait()
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def _repo_path(self, repo: Repo) -> Path:
+        try:
+            workspace = Workspace(repo.path)
+            workspace.check_root()
+            if str(workspace.root) != repo.path:
+                raise WorkspaceError(repo.path, "replaced")
+            Workspace(self.settings.workspace_root).resolve(repo.path)
+        except WorkspaceError:
+            log.warning("repository path refused at use", extra={"event": "path_refused", "path": repo.path})
+            raise ApiError(403, "path_outside_workspace",
+                           "The repository's directory was moved or replaced and now leads outside the workspace.") from None
+        return workspace.root
+
+    async def create_session(
+        self, repo_id: str, agent_id: str | None, title: str | None, parent_run_id: str | None,
+        *, forked_from: tuple[str, int] | None = None,
+    ) -> SessionRecord:
+        agent_id = agent_id or "default"
+        if agent_id not in self.agents:
+            raise ApiError.not_found("agent", agent_id)
+        async with self.db.read() as db:
+            repo = await repo_store.get_repo(db, repo_id)
+        if repo is None:
+            raise ApiError.not_found("repo", repo_id)
+        repo_path = await self._repo_path(repo)
+        now = utcnow()
+        record = SessionRecord(
+            id=str(uuid.uuid4()), repo_id=repo_id, agent_id=agent_id, status="active", title=title,
+            created_at=now, updated_at=now, last_activity_at=now, last_seq=0,
+            parent_run_id=parent_run_id, needs_context=forked_from is not None,
+            forked_from_session_id=forked_from[0] if forked_from else None,
+            forked_from_seq=forked_from[1] if forked_from else None, meta={},
+        )
+        limit = self.settings.max_concurrent_sessions
+        async with self.db.write() as db, db.begin():
+            active = await session_store.insert_session_within_limit(db, record, limit)
+        if active is None:
+            metrics.REFUSED.inc()
+            raise ApiError(
+                429, "session_limit_reached",
+                f"The server already runs its limit of {limit} active sessions. "
+                "Wait for one to finish (or complete one) and try again in a minute.",
+                {"limit": limit}, {"Retry-After": "60"},
+            )
+        await self.log_active_count("session created", record.id)
+        self.writer.open_session(record.id, 0)
+        return record
+
+    async def start_new(self, record: SessionRecord, repo_path: Path | None = None) -> LiveSession:
+        """Start the agent of a just-created session; a failure marks it ``error``."""
+        async with self._locks[record.id]:
+            try:
+                if repo_path is None:
+                    async with self.db.read() as db:
+                        repo = await repo_store.get_repo(db, record.repo_id)
+                    assert repo is not None
+                    repo_path = await self._repo_path(repo)
+                live = await self._start_live(record, repo_path, Restore(has_history=record.needs_context))
+            except AgentStartError as exc:
+                raise await self._fail_start(record, exc) from None
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._set_status(record.id, "error", "agent_start_failed", {"message": "interrupted"})
+                raise
+            await self.writer.submit(record.id, [status_draft("active", "created", {"agentId": record.agent_id})]).wait()
+            return live
+
+    async def get_record(self, session_id: str) -> SessionRecord:
+        async with self.db.read() as db:
+            record = await session_store.get_session(db, session_id)
+        if record is None:
+            raise ApiError.not_found("session", session_id)
+        return record
+
+    async def ensure_live(self, record: SessionRecord) -> LiveSession:
+        """The live session, restarting its agent (and restoring context) if it is gone."""
+        live = self.live.get(record.id)
+        if live is not None:
+            return live
+        async with self._locks[record.id]:
+            live = self.live.get(record.id)
+            if live is not None:
+                return live
+            record = await self.get_record(record.id)
+            if record.status != "active":
+                raise ApiError(409, "session_not_active", f"The session is {record.status}.")
+            async with self.db.read() as db:
+                repo = await repo_store.get_repo(db, record.repo_id)
+            assert repo is not None
+            repo_path = await self._repo_path(repo)
+            self.writer.open_session(record.id, record.last_seq)
+            restore = Restore(record.agent_session_id, has_history=record.last_seq > 0)
+            try:
+                live = await self._start_live(record, repo_path, restore)
+            except AgentStartError as exc:
+                raise await self._fail_start(record, exc) from None
+            log.info("agent restarted for an existing session", extra={"session_id": record.id})
+            return live
+
+    async def active_live(self, session_id: str) -> LiveSession:
+        record = await self.get_record(session_id)
+        if record.status != "active":
+            raise ApiError(409, "session_not_active", f"The session is {record.status}; it takes no prompts.")
+        return await self.ensure_live(record)
+
+    async def prompt(self, session_id: str, text: str, **turn: Any) -> str:
+        live = await self.active_live(session_id)
+        turn.setdefault("parent_run_id", live.parent_run_id)
+        return await live.start_turn(text, max_steps=turn.pop("max_steps", self.settings.agent_max_steps), **turn)
+
+    async def cancel(self, session_id: str) -> None:
+        record = await self.get_record(session_id)
+        live = self.live.get(session_id)
+        if record.status != "active":
+            raise ApiError(409, "session_not_active", f"The session is {record.status}.")
+        if live is not None:
+            await live.cancel_turn()
+
+    async def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
+        await self.get_record(session_id)
+        live = self.live.get(session_id)
+        if live is not None and request_id in live.permissions:
+            await live.answer_permission(request_id, option_id).wait()
+            return
+        async with self.db.read() as db:
+            permission = await permission_store.get_permission(db, request_id)
+        if permission is None or permission.session_id != session_id:
+            raise ApiError(404, "permission_not_found", f"No permission request {request_id} in this session.")
+        raise ApiError(409, "permission_already_decided", "This permission request was already answered.")
+
+    async def end_session(
+        self, session_id: str, status: str, reason: str, *, run_status: str = "cancelled",
+        only_if_idle_since: float | None = None,
+    ) -> SessionRecord:
+        """complete / delete / idle: cancel the turn, stop the agent, store the status."""
+        async with self._locks[session_id]:
+            record = await self.get_record(session_id)
+            if record.status != "active":
+                raise ApiError(409, "session_not_active", f"The session is already {record.status}.")
+            live = self.live.get(session_id)
+            if only_if_idle_since is not None and live is not None and live.last_activity > only_if_idle_since:
+                return record
+            if live is not None:
+                await live.stop(run_status)
+                if live.crashed:
+                    return await self.get_record(session_id)
+            self.writer.open_session(session_id, record.last_seq)
+            await self._set_status(session_id, status, reason)
+        await self.log_active_count(f"session {status}: {reason}", session_id)
+        return await self.get_record(session_id)
+
+    async def on_agent_exit(self, live: LiveSession, exit_code: int | None, stderr_tail: str, failure: str | None) -> None:
+        """The agent exited on its own: the session becomes ``error``."""
+        reason = "agent_protocol_error" if failure else "agent_exited"
+        detail = {"exitCode": exit_code, "stderrTail": stderr_tail}
+        if failure:
+            detail["message"] = failure
+        log.warning("agent exited unexpectedly", extra={"session_id": live.id, "exit_code": exit_code})
+        with anyio.CancelScope(shield=True):
+            await self._set_status(live.id, "error", reason, detail)
+            await self.log_active_count("agent exited", live.id)
+
+    async def preamble(self, session_id: str) -> str:
+        async with self.db.read() as db:
+            rows = await message_store.list_messages(db, session_id, message_store.MessageFilter(), limit=None)
+        transcript = build_transcript(rows)
+        return render_preamble(transcript) if transcript else ""
+
+    # -- recovery and the idle sweep -----------------------------------------------------
+
+    async def recover(self) -> None:
+        """After a crash: kill agents of the dead server, mark its running runs
+        ``interrupted`` and its pending permissions ``cancelled``."""
+        await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
+        now = utcnow()
+        async with self.db.read() as db:
+            runs = await run_store.runs_with_status(db, "running")
+            pending = await permission_store.pending_permissions(db)
+            sessions = {
+                sid: await session_store.get_session(db, sid)
+                for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+            }
+        for sid, record in sessions.items():
+            if record is not None:
+                self.writer.open_session(sid, record.last_seq)
+        for permission in pending:
+            outcome = {"outcome": "cancelled"}
+            content = {"type": "permission", "requestId": permission.id, "toolCallId": permission.tool_call_id,
+                       "tool": None, "options": permission.options, "outcome": outcome, "reason": "server_restarted"}
+
+            async def decide(db: Any, request_id: str = permission.id) -> None:
+                await permission_store.decide_permission(db, request_id, outcome, now)
+            self.writer.submit(permission.session_id, [Draft("system", content, run_id=permission.run_id)], [decide])
+        for run in runs:
+            duration = int((now - run.created_at).total_seconds() * 1000)
+            drafts = [
+                Draft("system", {"type": "run", "runId": run.id, "status": "interrupted", "stopReason": None,
+                                 "durationMs": duration}, run_id=run.id, step_number=run.step_count),
+                status_draft("active", "server_restarted", {"runId": run.id}),
+            ]
+
+            async def interrupt(db: Any, run_id: str = run.id, session_id: str = run.session_id, d: int = duration) -> None:
+                await run_store.update_run(db, run_id, status="interrupted", completed_at=now, duration_ms=d,
+                                           error_message="the server stopped during this run")
+                await session_store.update_session(db, session_id, active_run_id=None)
+            self.writer.submit(run.session_id, drafts, [interrupt])
+        await self.writer.submit(None).wait()
+        if runs or pending:
+            log.warning("recovered after an unclean stop", extra={"event": "recovered", "runs": len(runs), "permissions": len(pending)})
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.idle_sweep_interval)
+            try:
+                await self.sweep_idle()
+            except Exception:
+                log.exception("idle sweep failed")
+
+    async def sweep_idle(self) -> list[str]:
+        timeout = self.settings.idle_timeout_minutes * 60
+        cutoff = utcnow().timestamp() - timeout
+        async with self.db.read() as db:
+            rows, _ = await session_store.list_sessions(
+                db, session_store.SessionFilter(statuses=("active",)), limit=10_000
+            )
+        ended: list[str] = []
+        for record in rows:
+            if record.last_activity_at.timestamp() > cutoff:
+                continue
+            live = self.live.get(record.id)
+            if live is not None and time.monotonic() - live.last_activity < timeout:
+                continue
+            try:
+                await self.end_session(record.id, "completed", "idle_timeout",
+                                       only_if_idle_since=time.monotonic() - timeout)
+                ended.append(record.id)
+            except ApiError:
+                continue
+        return ended

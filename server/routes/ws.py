@@ -1,0 +1,158 @@
+"""The WebSocket stream: hello → replay after the cursor → live, and client commands."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import orjson
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from server import metrics
+from server.errors import ApiError
+from server.jsonresp import dumps
+from server.routes.sessions import prompt_text, session_json
+from server.security import origin_allowed, token_ok
+from server.state import AppState, app_state
+from server.views import message_view
+from store import messages as message_store
+
+log = logging.getLogger("agent_sessions.ws")
+
+REPLAY_PAGE = 500
+CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_BEHIND = 4401, 4403, 4404, 4008
+CLOSE_BAD_REQUEST = 4400
+
+
+async def stream(websocket: WebSocket) -> None:
+    state = app_state(websocket)
+    await websocket.accept()
+    if not token_ok(websocket, state.settings, allow_query=True):
+        await websocket.close(CLOSE_UNAUTHORIZED, "unauthorized")
+        return
+    if not origin_allowed(websocket, state.settings):
+        log.warning("WebSocket from a forbidden origin", extra={"event": "forbidden_origin",
+                                                               "origin": websocket.headers.get("origin")})
+        await websocket.close(CLOSE_FORBIDDEN, "forbidden origin")
+        return
+    try:
+        record = await state.hub.get_record(_uuid(websocket.path_params["session_id"]))
+        after = int(websocket.query_params.get("after", "0"))
+        if after < 0:
+            raise ValueError
+    except (ApiError, ValueError):
+        await websocket.close(CLOSE_NOT_FOUND, "unknown session")
+        return
+    if state.hub.shutting_down:
+        await websocket.close(1001, "server shutting down")
+        return
+    sub = state.broker.subscribe(record.id)
+    metrics.VIEWERS.inc()
+    try:
+        await websocket.send_text(dumps({"type": "hello", "session": await session_json(state, record),
+                                          "lastSeq": record.last_seq}))
+        cursor = await _replay(websocket, state, record.id, after)
+        await websocket.send_text('{"type":"live"}')
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_live, websocket, sub, cursor, tg.cancel_scope)
+            await _receive_commands(websocket, state, record.id)
+            tg.cancel_scope.cancel()
+    except WebSocketDisconnect:
+        pass
+    finally:
+        state.broker.unsubscribe(sub)
+        metrics.VIEWERS.dec()
+
+
+def _uuid(raw: str) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise ApiError.not_found("session", raw) from None
+
+
+async def _replay(websocket: WebSocket, state: AppState, session_id: str, after: int) -> int:
+    cursor = after
+    while True:
+        async with state.db.read() as db:
+            rows = await message_store.list_messages(
+                db, session_id, message_store.MessageFilter(after=cursor), limit=REPLAY_PAGE
+            )
+        for row in rows:
+            await websocket.send_text(dumps({"type": "message", "message": message_view(row)}))
+            cursor = row.seq
+        if len(rows) < REPLAY_PAGE:
+            return cursor
+
+
+async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.CancelScope) -> None:
+    try:
+        while True:
+            frames = await sub.wait_frames()
+            if not frames:
+                if sub.overflowed:
+                    await websocket.close(CLOSE_BEHIND, "too far behind; reconnect with after=<last seq>")
+                else:
+                    await websocket.close(1001, "server shutting down")
+                break
+            for seq, frame in frames:
+                if seq > cursor:
+                    await websocket.send_text(frame)
+                    cursor = seq
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    scope.cancel()
+
+
+async def _receive_commands(websocket: WebSocket, state: AppState, session_id: str) -> None:
+    limit = state.settings.max_ws_message_bytes
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        data = message.get("text")
+        if data is None and message.get("bytes") is not None:
+            data = message["bytes"].decode("utf-8", "replace")
+        if data is None:
+            continue
+        if len(data.encode()) > limit:
+            await websocket.close(1009, "message too big")
+            return
+        reply = await _command(state, session_id, data)
+        await websocket.send_text(dumps(reply))
+
+
+async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
+    ref = None
+    try:
+        try:
+            command = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "invalid_json", "The frame is not valid JSON.") from None
+        if not isinstance(command, dict):
+            raise ApiError.validation("A command must be a JSON object.")
+        ref = command.get("id")
+        kind = command.get("type")
+        if kind == "prompt":
+            text = prompt_text(command, state.settings.max_prompt_bytes)
+            run_id = await state.hub.prompt(session_id, text)
+            return {"type": "ack", "ref": ref, "runId": run_id}
+        if kind == "cancel":
+            await state.hub.cancel(session_id)
+        elif kind == "permission":
+            request_id, option_id = command.get("requestId"), command.get("optionId")
+            if not isinstance(request_id, str) or not isinstance(option_id, str):
+                raise ApiError.validation("requestId and optionId are required strings.")
+            await state.hub.answer_permission(session_id, request_id, option_id)
+        else:
+            raise ApiError.validation(f"Unknown command type {kind!r}.")
+        return {"type": "ack", "ref": ref}
+    except ApiError as exc:
+        return {"type": "error", "ref": ref, "error": {"code": exc.code, "message": exc.message}}
+
+
+routes = [WebSocketRoute("/ws/sessions/{session_id}", stream)]

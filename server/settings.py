@@ -1,0 +1,174 @@
+"""Typed settings from the environment and an optional ``.env`` file.
+
+Every variable of API.md's configuration table is a field here; a bad value raises
+``SettingsError`` with one clear line, and the server refuses to start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+__all__ = ["DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+
+DEMO_AGENT_COMMAND = f"{shlex.quote(sys.executable)} -m agent_bridge.demo_agent"
+
+
+class SettingsError(ValueError):
+    """A configuration value is invalid; the message is one line naming the variable."""
+
+
+def _int(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _float(minimum: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not minimum <= value < float("inf"):
+            raise ValueError(f"must be a number of at least {minimum}")
+        return value
+
+    return parse
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+def _optional_text(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        if "://" not in origin:
+            raise ValueError(f"{origin!r} is not an origin like https://example.com")
+    return origins
+
+
+def _command(raw: str) -> str:
+    if not shlex.split(raw):
+        raise ValueError("must not be empty")
+    return raw.strip()
+
+
+def _setting(env: str, parse: Callable[[str], Any], default: str, doc: str) -> Any:
+    return field(metadata={"env": env, "parse": parse, "default": default, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The server's configuration. Build with ``load_settings()``."""
+
+    workspace_root: Path = _setting("AGENT_WORKSPACE_ROOT", Path, "./workspace", "the only directory tree repositories may live in")
+    database_url: str = _setting("DATABASE_URL", _text, "sqlite+aiosqlite:///./data/agent-sessions.db", "SQLAlchemy async URL")
+    agent_command: str = _setting("AGENT_COMMAND", _command, DEMO_AGENT_COMMAND, "command line of the default ACP agent")
+    agents_file: Path | None = _setting("AGENTS_FILE", lambda r: Path(r) if r.strip() else None, "", "TOML file naming more agents")
+    agent_start_timeout: float = _setting("AGENT_START_TIMEOUT", _float(0.1), "60", "seconds to answer initialize and session/new")
+    auto_register_repos: bool = _setting("AUTO_REGISTER_REPOS", _bool, "true", "register git work trees under the root at start")
+    max_concurrent_sessions: int = _setting("MAX_CONCURRENT_SESSIONS", _int(1), "5", "active sessions allowed at once")
+    idle_timeout_minutes: float = _setting("AGENT_SESSION_IDLE_TIMEOUT", _float(0.0001), "30", "minutes without activity before idle completion")
+    idle_sweep_interval: float = _setting("IDLE_SWEEP_INTERVAL", _float(0.01), "60", "seconds between idle sweeps")
+    agent_max_steps: int = _setting("AGENT_MAX_STEPS", _int(1), "50", "tool calls per run before it is paused")
+    max_total_steps_per_run: int = _setting("MAX_TOTAL_STEPS_PER_RUN", _int(1), "500", "cumulative cap across resumes")
+    permission_timeout: float = _setting("PERMISSION_TIMEOUT", _float(0.01), "600", "seconds before an unanswered permission is rejected")
+    agent_stop_grace: float = _setting("AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps")
+    max_prompt_bytes: int = _setting("MAX_PROMPT_BYTES", _int(1), "1048576", "prompt size limit")
+    max_body_bytes: int = _setting("MAX_BODY_BYTES", _int(1), "2097152", "request body size limit")
+    max_ws_message_bytes: int = _setting("MAX_WS_MESSAGE_BYTES", _int(1), "1048576", "WebSocket client frame size limit")
+    max_agent_line_bytes: int = _setting("MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write")
+    api_token: str | None = _setting("API_TOKEN", _optional_text, "", "bearer token required on /api and /ws")
+    allowed_origins: tuple[str, ...] = _setting("ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets")
+    host: str = _setting("HOST", _text, "127.0.0.1", "listen address")
+    port: int = _setting("PORT", _int(0), "8000", "listen port")
+    log_level: str = _setting("LOG_LEVEL", _choice("debug", "info", "warning", "error"), "info", "log level")
+    log_format: str = _setting("LOG_FORMAT", _choice("text", "json"), "text", "text or json")
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Every environment variable with its default, in declaration order."""
+        return {f.metadata["env"]: f.metadata["default"] for f in fields(cls)}
+
+    def with_changes(self, **changes: Any) -> Settings:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Settings(**values)
+
+    def check_listen_address(self) -> None:
+        """Without a token, only a loopback address is allowed."""
+        if self.api_token:
+            return
+        host = self.host.strip("[]")
+        if host == "localhost":
+            return
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise SettingsError(
+                f"HOST={self.host} is not a loopback address and API_TOKEN is not set: "
+                "set API_TOKEN to listen on other interfaces"
+            )
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, env_file: str | os.PathLike[str] | None = ".env"
+) -> Settings:
+    """Read settings from ``environ`` (default: os.environ) over an optional .env file."""
+    source: dict[str, str] = {}
+    if env_file is not None and Path(env_file).is_file():
+        source.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    source.update(os.environ if environ is None else environ)
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        env = f.metadata["env"]
+        raw = source.get(env, f.metadata["default"])
+        try:
+            values[f.name] = f.metadata["parse"](raw)
+        except ValueError as exc:
+            raise SettingsError(f"{env}={raw!r} is invalid: {exc}") from None
+    settings = Settings(**values)
+    settings.check_listen_address()
+    return settings

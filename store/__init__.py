@@ -1,0 +1,30 @@
+"""Persistence: models, the engine factory, repository functions, migrations.
+
+Repository functions take an ``AsyncSession`` and never commit; the caller owns the
+transaction.
+"""
+
+from store import messages, permissions, repos, runs, sessions
+from store.engine import Database, open_database
+from store.migrate import downgrade, upgrade
+from store.models import Base, Message, Permission, Repo, Run, SessionRecord, ToolCall, utcnow
+
+__all__ = [
+    "Base",
+    "Database",
+    "Message",
+    "Permission",
+    "Repo",
+    "Run",
+    "SessionRecord",
+    "ToolCall",
+    "downgrade",
+    "messages",
+    "open_database",
+    "permissions",
+    "repos",
+    "runs",
+    "sessions",
+    "upgrade",
+    "utcnow",
+]

@@ -1,0 +1,90 @@
+"""One engine factory for SQLite (aiosqlite) and PostgreSQL (asyncpg).
+
+SQLite gets WAL, ``synchronous=NORMAL``, ``busy_timeout`` and ``foreign_keys`` on every
+connection. Two engines share the file: the writer engine begins every transaction with
+``BEGIN IMMEDIATE`` (a deferred transaction that later upgrades to a write fails with
+"database is locked" under concurrency); the reader engine uses plain deferred
+transactions so reads never wait on the writer. PostgreSQL uses one engine for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+__all__ = ["Database", "open_database"]
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's begin event issue BEGIN itself (the pysqlite recipe).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _make_engine(url: str, *, immediate: bool, **kwargs: Any) -> AsyncEngine:
+    engine = create_async_engine(
+        url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **kwargs
+    )
+    if engine.dialect.name == "sqlite":
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
+        def _begin(conn: Any) -> None:
+            conn.exec_driver_sql(begin)
+
+        event.listen(engine.sync_engine, "begin", _begin)
+    return engine
+
+
+@dataclass
+class Database:
+    """The engines and session factories of one database."""
+
+    url: str
+    writer_engine: AsyncEngine
+    reader_engine: AsyncEngine
+    write: async_sessionmaker[AsyncSession]
+    read: async_sessionmaker[AsyncSession]
+
+    @property
+    def dialect(self) -> str:
+        return self.writer_engine.dialect.name
+
+    async def close(self) -> None:
+        await self.writer_engine.dispose()
+        if self.reader_engine is not self.writer_engine:
+            await self.reader_engine.dispose()
+
+
+def open_database(url: str) -> Database:
+    """Build the engines for ``url``; nothing connects until first use."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        writer = _make_engine(url, immediate=True, pool_size=1, max_overflow=0)
+        reader = _make_engine(url, immediate=False, pool_size=4, max_overflow=4)
+    else:
+        writer = _make_engine(url, immediate=False, pool_size=10, max_overflow=10)
+        reader = writer
+    return Database(
+        url=url,
+        writer_engine=writer,
+        reader_engine=reader,
+        write=async_sessionmaker(writer, expire_on_commit=False),
+        read=async_sessionmaker(reader, expire_on_commit=False),
+    )

@@ -1,0 +1,89 @@
+"""The append-only message log. Inserts go through Core executemany (the ORM's
+``add_all`` does not batch on SQLite)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store.models import Message, SessionRecord
+
+__all__ = [
+    "MessageFilter",
+    "drop_messages_after",
+    "get_message",
+    "insert_messages",
+    "list_messages",
+    "max_seq",
+]
+
+
+@dataclass(frozen=True)
+class MessageFilter:
+    after: int = 0
+    since: datetime | None = None
+    role: str | None = None
+    type: str | None = None
+    partial: bool | None = None  # None: both; False: finished messages only
+    run_id: str | None = None
+    upto: int | None = None
+    include_dropped: bool = False
+
+
+async def insert_messages(db: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert message rows (dicts of column values) in one statement."""
+    if rows:
+        await db.execute(insert(Message), list(rows))
+
+
+async def max_seq(db: AsyncSession, session_id: str) -> int:
+    query = select(func.coalesce(func.max(Message.seq), 0)).where(Message.session_id == session_id)
+    return int((await db.execute(query)).scalar_one())
+
+
+async def get_message(db: AsyncSession, message_id: str) -> Message | None:
+    return await db.get(Message, message_id)
+
+
+async def list_messages(
+    db: AsyncSession, session_id: str | None, where: MessageFilter, *, limit: int | None
+) -> Sequence[Message]:
+    query = select(Message)
+    if session_id is not None:
+        query = query.where(Message.session_id == session_id)
+    if where.run_id is not None:
+        query = query.where(Message.run_id == where.run_id)
+    query = query.where(Message.seq > where.after)
+    if where.upto is not None:
+        query = query.where(Message.seq <= where.upto)
+    if not where.include_dropped:
+        query = query.where(Message.dropped.is_(False))
+    if where.since is not None:
+        query = query.where(Message.created_at > where.since)
+    if where.role:
+        query = query.where(Message.role == where.role)
+    if where.type:
+        query = query.where(Message.type == where.type)
+    if where.partial is False:
+        query = query.where(Message.partial.is_(False))
+    query = query.order_by(Message.seq)
+    if limit is not None:
+        query = query.limit(limit)
+    return (await db.execute(query)).scalars().all()
+
+
+async def drop_messages_after(db: AsyncSession, session_id: str, seq: int) -> int:
+    result = await db.execute(
+        update(Message)
+        .where(Message.session_id == session_id, Message.seq > seq, Message.dropped.is_(False))
+        .values(dropped=True)
+    )
+    await db.execute(
+        update(SessionRecord).where(SessionRecord.id == session_id).values(needs_context=True)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,190 @@
+"""SQLAlchemy 2 models: repos, sessions, the append-only message log, runs, tool calls,
+permission requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "Base",
+    "Message",
+    "Permission",
+    "Repo",
+    "Run",
+    "SessionRecord",
+    "ToolCall",
+    "UtcDateTime",
+    "utcnow",
+]
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JsonType, datetime: UtcDateTime}
+
+
+class Repo(Base):
+    __tablename__ = "repos"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    path: Mapped[str] = mapped_column(Text, unique=True)
+    is_git_repo: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class SessionRecord(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (
+        Index("ix_sessions_status", "status"),
+        Index("ix_sessions_created", "created_at", "id"),
+        Index("ix_sessions_repo", "repo_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    repo_id: Mapped[str] = mapped_column(ForeignKey("repos.id"))
+    agent_id: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    title: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_activity_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # The highest seq ever used (dropped messages included), so cursors stay valid.
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    active_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    parent_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    forked_from_session_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    forked_from_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The agent's own session id (ACP sessionId), for session/load and session/resume.
+    agent_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Set when the agent's context must be rebuilt from the transcript before the next turn.
+    needs_context: Mapped[bool] = mapped_column(Boolean, default=False)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JsonType, default=dict)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq", name="uq_messages_session_seq"),
+        Index("ix_messages_run", "run_id", "seq"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    step_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    role: Mapped[str] = mapped_column(String(16))
+    type: Mapped[str] = mapped_column(String(16))
+    partial: Mapped[bool] = mapped_column(Boolean, default=False)
+    dropped: Mapped[bool] = mapped_column(Boolean, default=False)
+    content: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    raw: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_created", "created_at", "id"),
+        Index("ix_runs_session", "session_id"),
+        Index("ix_runs_status", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    repo_id: Mapped[str] = mapped_column(String(36))
+    agent_id: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    stop_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    step_count: Mapped[int] = mapped_column(Integer, default=0)
+    max_steps: Mapped[int] = mapped_column(Integer)
+    parent_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    resumed_from: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    cost: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class ToolCall(Base):
+    __tablename__ = "tool_calls"
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id", name="uq_tool_calls_run_call"),
+        Index("ix_tool_calls_run_step", "run_id", "step_number"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    session_id: Mapped[str] = mapped_column(String(36))
+    message_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    tool_call_id: Mapped[str] = mapped_column(Text)
+    tool_name: Mapped[str | None] = mapped_column(Text, nullable=True)
+    kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    input: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    output: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    step_number: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class Permission(Base):
+    __tablename__ = "permissions"
+    __table_args__ = (Index("ix_permissions_session", "session_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    tool_call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    options: Mapped[Any] = mapped_column(JsonType)
+    outcome: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)

@@ -1,0 +1,37 @@
+"""Repository functions for registered repositories. They never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store.models import Repo, SessionRecord
+
+__all__ = ["add_repo", "count_active_sessions_of_repo", "get_repo", "get_repo_by_path", "list_repos"]
+
+
+async def add_repo(db: AsyncSession, repo: Repo) -> Repo:
+    db.add(repo)
+    await db.flush()
+    return repo
+
+
+async def get_repo(db: AsyncSession, repo_id: str) -> Repo | None:
+    return await db.get(Repo, repo_id)
+
+
+async def get_repo_by_path(db: AsyncSession, path: str) -> Repo | None:
+    return (await db.execute(select(Repo).where(Repo.path == path))).scalar_one_or_none()
+
+
+async def list_repos(db: AsyncSession) -> Sequence[Repo]:
+    return (await db.execute(select(Repo).order_by(Repo.created_at, Repo.id))).scalars().all()
+
+
+async def count_active_sessions_of_repo(db: AsyncSession, repo_id: str) -> int:
+    query = select(func.count()).where(
+        SessionRecord.repo_id == repo_id, SessionRecord.status == "active"
+    )
+    return int((await db.execute(query)).scalar_one())

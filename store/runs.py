@@ -1,0 +1,96 @@
+"""Repository functions for runs and their tool calls. They never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store.models import Run, ToolCall
+
+__all__ = [
+    "RunFilter",
+    "get_run",
+    "get_tool_call",
+    "list_runs",
+    "list_tool_calls",
+    "runs_with_status",
+    "update_run",
+]
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    session_id: str | None = None
+    repo_id: str | None = None
+    agent_id: str | None = None
+    parent_run_id: str | None = None
+    statuses: tuple[str, ...] = ()
+
+
+async def get_run(db: AsyncSession, run_id: str) -> Run | None:
+    return await db.get(Run, run_id)
+
+
+async def update_run(db: AsyncSession, run_id: str, **values: Any) -> None:
+    await db.execute(update(Run).where(Run.id == run_id).values(**values))
+
+
+async def runs_with_status(db: AsyncSession, status: str) -> Sequence[Run]:
+    return (await db.execute(select(Run).where(Run.status == status))).scalars().all()
+
+
+async def list_runs(
+    db: AsyncSession, where: RunFilter, *, limit: int, before: tuple[datetime, str] | None
+) -> Sequence[Run]:
+    """Newest first; ``before`` = (created_at, id) of the last row already seen."""
+    query = select(Run)
+    if where.session_id:
+        query = query.where(Run.session_id == where.session_id)
+    if where.repo_id:
+        query = query.where(Run.repo_id == where.repo_id)
+    if where.agent_id:
+        query = query.where(Run.agent_id == where.agent_id)
+    if where.parent_run_id:
+        query = query.where(Run.parent_run_id == where.parent_run_id)
+    if where.statuses:
+        query = query.where(Run.status.in_(where.statuses))
+    if before is not None:
+        created, ident = before
+        query = query.where(
+            (Run.created_at < created) | ((Run.created_at == created) & (Run.id < ident))
+        )
+    query = query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)
+    return (await db.execute(query)).scalars().all()
+
+
+async def get_tool_call(db: AsyncSession, call_id: str) -> ToolCall | None:
+    return await db.get(ToolCall, call_id)
+
+
+async def list_tool_calls(
+    db: AsyncSession,
+    run_id: str,
+    *,
+    tool_name: str | None,
+    statuses: tuple[str, ...],
+    limit: int,
+    after: tuple[int, str] | None,
+) -> Sequence[ToolCall]:
+    """Step order; ``after`` = (step_number, id) of the last row already seen."""
+    query = select(ToolCall).where(ToolCall.run_id == run_id)
+    if tool_name:
+        query = query.where(ToolCall.tool_name == tool_name)
+    if statuses:
+        query = query.where(ToolCall.status.in_(statuses))
+    if after is not None:
+        step, ident = after
+        query = query.where(
+            (ToolCall.step_number > step) | ((ToolCall.step_number == step) & (ToolCall.id > ident))
+        )
+    query = query.order_by(ToolCall.step_number, ToolCall.id).limit(limit)
+    return (await db.execute(query)).scalars().all()

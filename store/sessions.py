@@ -1,0 +1,103 @@
+"""Repository functions for sessions. They never commit: the caller owns the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store.models import SessionRecord
+
+__all__ = [
+    "SessionFilter",
+    "count_active_sessions",
+    "get_session",
+    "insert_session_within_limit",
+    "list_sessions",
+    "lock_admission",
+    "update_session",
+]
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    repo_id: str | None = None
+    agent_id: str | None = None
+    statuses: tuple[str, ...] = ()
+
+
+async def lock_admission(db: AsyncSession) -> None:
+    """Serialize admission decisions across connections (and nodes, on PostgreSQL).
+
+    SQLite needs nothing: the writer's ``BEGIN IMMEDIATE`` already holds the write lock.
+    """
+    if db.bind.dialect.name == "postgresql":
+        await db.execute(select(func.pg_advisory_xact_lock(7_240_001)))
+
+
+async def count_active_sessions(db: AsyncSession) -> int:
+    query = select(func.count()).where(SessionRecord.status == "active")
+    return int((await db.execute(query)).scalar_one())
+
+
+async def insert_session_within_limit(
+    db: AsyncSession, record: SessionRecord, limit: int
+) -> int | None:
+    """Insert ``record`` (status active) unless ``limit`` active sessions exist.
+
+    Returns the new active count, or None when the limit is reached. Must run in a
+    write transaction: the count and the insert are one atomic decision.
+    """
+    await lock_admission(db)
+    active = await count_active_sessions(db)
+    if active >= limit:
+        return None
+    db.add(record)
+    await db.flush()
+    return active + 1
+
+
+async def get_session(db: AsyncSession, session_id: str) -> SessionRecord | None:
+    return await db.get(SessionRecord, session_id)
+
+
+async def update_session(db: AsyncSession, session_id: str, **values: Any) -> None:
+    await db.execute(update(SessionRecord).where(SessionRecord.id == session_id).values(**values))
+
+
+def _filtered(query: Any, where: SessionFilter) -> Any:
+    if where.repo_id:
+        query = query.where(SessionRecord.repo_id == where.repo_id)
+    if where.agent_id:
+        query = query.where(SessionRecord.agent_id == where.agent_id)
+    if where.statuses:
+        query = query.where(SessionRecord.status.in_(where.statuses))
+    return query
+
+
+async def list_sessions(
+    db: AsyncSession,
+    where: SessionFilter,
+    *,
+    limit: int,
+    offset: int = 0,
+    before: tuple[datetime, str] | None = None,
+) -> tuple[Sequence[SessionRecord], int]:
+    """Newest first. ``before`` = (created_at, id) of the last row of the previous page."""
+    total = int((await db.execute(_filtered(select(func.count()), where))).scalar_one())
+    query = _filtered(select(SessionRecord), where)
+    if before is not None:
+        created, ident = before
+        query = query.where(
+            (SessionRecord.created_at < created)
+            | ((SessionRecord.created_at == created) & (SessionRecord.id < ident))
+        )
+    else:
+        query = query.offset(offset)
+    query = query.order_by(SessionRecord.created_at.desc(), SessionRecord.id.desc()).limit(limit)
+    rows = (await db.execute(query)).scalars().all()
+    return rows, total
