@@ -357,6 +357,18 @@ class Hub:
             await self._set_status(live.id, "error", reason, detail)
             await self.log_active_count("agent exited", live.id)
 
+    async def reset_context(self, session_id: str) -> None:
+        """Stop the live agent (if any) and mark the session so that its next prompt
+        starts a fresh agent and hands it the stored transcript (rewind, import)."""
+        async with self._locks[session_id]:
+            live = self.live.get(session_id)
+            if live is not None:
+                if live.turn is not None:
+                    raise ApiError(409, "turn_in_progress", "A turn is running; cancel it first.")
+                await live.stop("cancelled")
+            async with self.db.write() as db, db.begin():
+                await session_store.update_session(db, session_id, needs_context=True, agent_session_id=None)
+
     async def preamble(self, session_id: str) -> str:
         async with self.db.read() as db:
             rows = await message_store.list_messages(db, session_id, message_store.MessageFilter(), limit=None)

@@ -1,10 +1,164 @@
-"""Shared fixtures: the anyio backend is pinned to asyncio."""
+"""Shared fixtures. The anyio backend is pinned to asyncio.
+
+- ``workspace_root``: a temporary workspace root holding ``demo``, a small git repo.
+- ``make_settings(**env)``: Settings for a test (SQLite file in tmp, demo agent, short
+  grace periods), overridable with API.md variable names.
+- ``client``: a Starlette TestClient running the app's lifespan; ``demo_repo_id``.
+- ``live_server``: a factory starting a real ``agent-sessions serve`` process (uvicorn)
+  on a free port; returns a ``LiveServer`` with ``.url``, ``.ws_url``, ``.stop()``,
+  ``.kill()``.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
 import pytest
+from starlette.testclient import TestClient
+
+from server.app import create_app
+from server.settings import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def make_git_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in (files or {"README.md": "# Demo\nsecond line\nthird line\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    return path
+
+
+@pytest.fixture
+def workspace_root(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    make_git_repo(root / "demo")
+    return root
+
+
+def settings_env(tmp_path: Path, workspace_root: Path, **env: Any) -> dict[str, str]:
+    base = {
+        "AGENT_WORKSPACE_ROOT": str(workspace_root),
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}",
+        "AGENT_STOP_GRACE": "0.5",
+        "AGENT_START_TIMEOUT": "20",
+    }
+    base.update({k: str(v) for k, v in env.items()})
+    return base
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, workspace_root: Path) -> Callable[..., Settings]:
+    def make(**env: Any) -> Settings:
+        return load_settings(settings_env(tmp_path, workspace_root, **env), env_file=None)
+
+    return make
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def demo_repo_id(client: TestClient) -> str:
+    repos = client.get("/api/repos").json()["repos"]
+    return next(r["id"] for r in repos if r["name"] == "demo")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    process: subprocess.Popen[bytes]
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def start_server(env: dict[str, str], log_path: Path, *, port: int | None = None, timeout: float = 30) -> LiveServer:
+    port = port or free_port()
+    full_env = {**os.environ, **env, "PORT": str(port), "HOST": "127.0.0.1"}
+    full_env.pop("API_TOKEN", None) if "API_TOKEN" not in env else None
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve"], cwd=ROOT, env=full_env,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    server = LiveServer(process, port, full_env, log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)  # polling a process we do not own; not a stand-in for an event
+    server.kill()
+    raise RuntimeError(f"server did not become ready:\n{server.log()}")
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, workspace_root: Path) -> Iterator[Callable[..., LiveServer]]:
+    servers: list[LiveServer] = []
+
+    def start(**env: Any) -> LiveServer:
+        server = start_server(settings_env(tmp_path, workspace_root, **env), tmp_path / f"server-{len(servers)}.log")
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.process.poll() is None:
+            server.stop()
