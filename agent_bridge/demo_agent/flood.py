@@ -1,0 +1,59 @@
+"""Flood turns: N updates as fast as possible, or paced at R per second.
+
+Each flood update carries ``_meta.demo = {"t": <time.time() when written>, "i": i}``
+on the update object, for latency and loss measurements. Unpaced, lines are batched
+(flushed when the writer's queue runs empty or every BATCH_LINES lines); paced, every
+line is flushed. The schedule is monotonic: line i is due at start + i / R, so a late
+line does not push the following ones back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from .commands import Command
+from .turn import Turn, text_block
+
+__all__ = ["TOOL_CALL_ID", "run"]
+
+TOOL_CALL_ID = "call_flood"
+_TEXT_BYTES = 100
+_TOOL_BYTES = 5 * 1024
+
+
+async def run(turn: Turn, command: Command) -> str:
+    count, rate, tool = command.count, command.rate, command.flood_kind == "tool"
+    if tool:
+        await turn.tool_call(TOOL_CALL_ID, f"Flood of {count} updates", "other")
+    start = time.monotonic()
+    for i in range(count):
+        if rate is not None:
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        stamp: dict[str, Any] = {"t": 0.0, "i": i}
+        update = _tool_update(i, count) if tool else _text_update(i, count)
+        update["_meta"] = {"demo": stamp}
+        await turn.update(update, flush=rate is not None, stamp=stamp)
+    if tool:
+        await turn.tool_update(TOOL_CALL_ID, status="completed", rawOutput={"updates": count})
+    await turn.say(f"You said: {turn.text}\n\nFlooded {count} updates.")
+    await turn.usage()
+    return "end_turn"
+
+
+def _text_update(i: int, count: int) -> dict[str, Any]:
+    text = f"flood {i + 1}/{count} ".ljust(_TEXT_BYTES - 1, ".") + "\n"
+    return {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
+
+
+def _tool_update(i: int, count: int) -> dict[str, Any]:
+    text = f"flood {i + 1}/{count}\n".ljust(_TOOL_BYTES, "x")
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": TOOL_CALL_ID,
+        "status": "in_progress",
+        "content": [{"type": "content", "content": text_block(text)}],
+    }
