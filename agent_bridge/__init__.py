@@ -7,7 +7,13 @@ Imports neither ``server`` nor ``store``.
 from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
 from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
 from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
-from agent_bridge.process import AgentProcess, ProcessSpec, agent_environment, kill_orphans
+from agent_bridge.process import (
+    AgentProcess,
+    ProcessSpec,
+    agent_environment,
+    become_subreaper,
+    kill_orphans,
+)
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -27,6 +33,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "agent_environment",
+    "become_subreaper",
     "connect_agent",
     "kill_orphans",
 ]

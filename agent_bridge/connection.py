@@ -186,6 +186,7 @@ class AgentConnection:
 
     async def _finish(self) -> None:
         self.exit_code = await self.process.wait()
+        self.process.signal_group(signal.SIGKILL)
         with anyio.move_on_after(STDERR_EOF_WAIT):
             await self._stderr_done.wait()
         error = ProtocolBroken(self.failure) if self.failure else self.exit_error()

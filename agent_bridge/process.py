@@ -20,6 +20,8 @@ __all__ = [
     "AgentProcess",
     "ProcessSpec",
     "agent_environment",
+    "become_subreaper",
+    "group_members",
     "kill_orphans",
 ]
 
@@ -28,6 +30,59 @@ log = logging.getLogger("agent_sessions.process")
 OWNER_ENV = "AGENT_SESSIONS_OWNER"
 BASE_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER")
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+GROUP_REAP_TIMEOUT = 2.0
+# Children whose exit asyncio waits for; the orphan reaper leaves them alone.
+_TRACKED: set[int] = set()
+
+
+def become_subreaper() -> bool:
+    """Adopt the orphans of our agents (grandchildren) so their zombies can be reaped
+    here, whatever PID 1 does. Linux only; False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return False
+
+
+def group_members(pgid: int) -> list[tuple[int, str, int]]:
+    """(pid, state, ppid) of every process whose process group is ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            members.append((int(entry.name), fields[0], int(fields[1])))
+    return members
+
+
+def _reap_group_once(pgid: int) -> bool:
+    """Kill what is alive in the group and reap our own orphaned zombies of it.
+    True when nothing of the group is left (zombies of other parents aside)."""
+    me = os.getpid()
+    left = False
+    for pid, state, ppid in group_members(pgid):
+        if state == "Z":
+            if ppid == me and pid not in _TRACKED:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+                left = True
+            elif ppid == me:
+                left = True
+        else:
+            left = True
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return not left
 
 
 def agent_environment(
@@ -75,6 +130,7 @@ class AgentProcess:
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads spawn agents concurrently
         )
+        _TRACKED.add(proc.pid)
         log.info("agent process started", extra={"event": "agent_spawned", "pid": proc.pid})
         return cls(proc)
 
@@ -83,7 +139,9 @@ class AgentProcess:
         return self._proc.returncode
 
     async def wait(self) -> int:
-        return await self._proc.wait()
+        code = await self._proc.wait()
+        _TRACKED.discard(self.pid)
+        return code
 
     def close_stdin(self) -> None:
         if self.stdin is not None and not self.stdin.is_closing():
@@ -101,7 +159,7 @@ class AgentProcess:
 
     async def _wait_for(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):
-            await self._proc.wait()
+            await self.wait()
             return True
         return False
 
@@ -119,10 +177,21 @@ class AgentProcess:
                 if not await self._wait_for(grace):
                     log.warning("agent ignored SIGTERM; SIGKILL", extra={"pid": self.pid})
                     self.signal_group(signal.SIGKILL)
-                    await self._proc.wait()
-            # The leader is gone; whatever it left in its group goes too.
+                    await self.wait()
+            await self.wait()
+            # The leader is gone; whatever it left in its group goes too, and is reaped.
             self.signal_group(signal.SIGKILL)
+            await self.reap_group()
             return self._proc.returncode if self._proc.returncode is not None else -1
+
+    async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:
+        """Wait (bounded) until no process of the group is left; True if none is."""
+        with anyio.move_on_after(timeout):
+            while not await anyio.to_thread.run_sync(_reap_group_once, self.pid):
+                await anyio.sleep(0.01)
+            return True
+        log.warning("processes of the agent's group outlived the stop", extra={"pid": self.pid})
+        return False
 
 
 def kill_orphans(owner_prefix: str, alive_owner: str) -> list[int]:

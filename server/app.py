@@ -17,6 +17,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_bridge import become_subreaper
 from server.agents import load_agents
 from server.broker import Broker
 from server.errors import exception_handlers
@@ -91,6 +92,7 @@ def create_app(settings: Settings) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         _prepare_paths(settings)
+        become_subreaper()
         db = open_database(settings.database_url)
         try:
             await upgrade(db)

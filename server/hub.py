@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,12 @@ class Hub:
             raise ApiError(409, "session_not_active", f"The session is {record.status}.")
         if live is not None:
             await live.cancel_turn()
+        await self.touch(session_id)
+
+    async def touch(self, session_id: str) -> None:
+        """Record client activity that stores no message (for the idle sweep)."""
+        async with self.db.write() as db, db.begin():
+            await session_store.update_session(db, session_id, last_activity_at=utcnow())
 
     async def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
         await self.get_record(session_id)
@@ -327,16 +334,16 @@ class Hub:
 
     async def end_session(
         self, session_id: str, status: str, reason: str, *, run_status: str = "cancelled",
-        only_if_idle_since: float | None = None,
+        idle_before: datetime | None = None,
     ) -> SessionRecord:
         """complete / delete / idle: cancel the turn, stop the agent, store the status."""
         async with self._locks[session_id]:
             record = await self.get_record(session_id)
             if record.status != "active":
                 raise ApiError(409, "session_not_active", f"The session is already {record.status}.")
+            if idle_before is not None and record.last_activity_at >= idle_before:
+                raise ApiError(409, "session_active_recently", "The session was used since the sweep began.")
             live = self.live.get(session_id)
-            if only_if_idle_since is not None and live is not None and live.last_activity > only_if_idle_since:
-                return record
             if live is not None:
                 await live.stop(run_status)
                 if live.crashed:
@@ -426,23 +433,20 @@ class Hub:
                 log.exception("idle sweep failed")
 
     async def sweep_idle(self) -> list[str]:
-        timeout = self.settings.idle_timeout_minutes * 60
-        cutoff = utcnow().timestamp() - timeout
+        """Complete every active session whose last activity (a stored message or a
+        client command) is older than the idle timeout."""
+        cutoff = utcnow() - timedelta(minutes=self.settings.idle_timeout_minutes)
         async with self.db.read() as db:
             rows, _ = await session_store.list_sessions(
                 db, session_store.SessionFilter(statuses=("active",)), limit=10_000
             )
         ended: list[str] = []
         for record in rows:
-            if record.last_activity_at.timestamp() > cutoff:
-                continue
-            live = self.live.get(record.id)
-            if live is not None and time.monotonic() - live.last_activity < timeout:
+            if record.last_activity_at >= cutoff:
                 continue
             try:
-                await self.end_session(record.id, "completed", "idle_timeout",
-                                       only_if_idle_since=time.monotonic() - timeout)
-                ended.append(record.id)
+                await self.end_session(record.id, "completed", "idle_timeout", idle_before=cutoff)
             except ApiError:
                 continue
+            ended.append(record.id)
         return ended

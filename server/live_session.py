@@ -161,6 +161,7 @@ class LiveSession:
             raise ApiError(409, "session_not_active", "The session is stopping.")
         self.touch()
         run_id = str(uuid.uuid4())
+        self.translator.tools.clear()  # agents reuse tool call ids across turns
         turn = self.turn = Turn(run_id, max_steps=max_steps, step_base=step_base, session_id=self.id)
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         try:

@@ -1,0 +1,98 @@
+"""Helpers shared by tests: waiting on stored messages, process checks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+DEMO = f"{sys.executable} -m agent_bridge.demo_agent"
+
+
+def demo_command(**env: str) -> str:
+    """AGENT_COMMAND running the demo agent with DEMO_AGENT_* variables set."""
+    prefix = " ".join(f"{k}={v}" for k, v in env.items())
+    return f"env {prefix} {DEMO}" if prefix else DEMO
+
+
+def messages(client: TestClient, session_id: str, **params: Any) -> list[dict[str, Any]]:
+    response = client.get(f"/api/sessions/{session_id}/messages", params={"limit": 5000, **params})
+    assert response.status_code == 200, response.text
+    return list(response.json()["messages"])
+
+
+def wait_for_message(
+    client: TestClient, session_id: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30
+) -> dict[str, Any]:
+    """Poll the stored log (with a deadline) until a message matches."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for message in messages(client, session_id):
+            if predicate(message):
+                return message
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no matching message within {timeout} s: {messages(client, session_id)[-5:]}")
+        time.sleep(0.02)
+
+
+def run_ended(run_id: str) -> Callable[[dict[str, Any]], bool]:
+    def match(message: dict[str, Any]) -> bool:
+        content = message["content"]
+        return content["type"] == "run" and content["runId"] == run_id and content["status"] != "running"
+
+    return match
+
+
+def is_type(kind: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
+    def match(message: dict[str, Any]) -> bool:
+        content = message["content"]
+        return content["type"] == kind and all(content.get(k) == v for k, v in fields.items())
+
+    return match
+
+
+def process_state(pid: int) -> str | None:
+    """The /proc state letter of ``pid`` (Z for a zombie), or None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_gone(pid: int) -> bool:
+    return process_state(pid) is None
+
+
+def processes_with_env(marker: str) -> list[int]:
+    """Pids whose environment contains ``marker`` (e.g. AGENT_SESSIONS_OWNER=...)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def live_agent_pid(client: TestClient, session_id: str) -> int:
+    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
+    return int(hub.live[session_id].client.connection.process.pid)
+
+
+def create_session(client: TestClient, repo_id: str, **body: Any) -> dict[str, Any]:
+    response = client.post("/api/sessions", json={"repoId": repo_id, **body})
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def prompt(client: TestClient, session_id: str, text: str) -> str:
+    response = client.post(f"/api/sessions/{session_id}/prompt", json={"text": text})
+    assert response.status_code == 202, response.text
+    return str(response.json()["runId"])
