@@ -34,7 +34,8 @@ __all__ = [
     "utcnow",
 ]
 
-JsonType = JSON().with_variant(JSONB(), "postgresql")
+# none_as_null: Python None is SQL NULL (not the JSON literal null), so IS NULL works.
+JsonType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
 def utcnow() -> datetime:
