@@ -1,7 +1,10 @@
 """Flood turns: N updates as fast as possible, or paced at R per second.
 
 Each flood update carries ``_meta.demo = {"t": <time.time() when written>, "i": i}``
-on the update object, for latency and loss measurements. Unpaced, lines are batched
+on the update object, for latency and loss measurements. Because the server keeps
+``_meta`` only in the raw frame (which the WebSocket stream does not carry), the text
+itself starts with the same facts: ``t=<time.time() when built> i=<i> `` (the time the
+update was made, just before it is queued for writing). Unpaced, lines are batched
 (flushed when the writer's queue runs empty or every BATCH_LINES lines); paced, every
 line is flushed. The schedule is monotonic: line i is due at start + i / R, so a late
 line does not push the following ones back.
@@ -16,7 +19,7 @@ from typing import Any
 from .commands import Command
 from .turn import Turn, text_block
 
-__all__ = ["TOOL_CALL_ID", "run"]
+__all__ = ["TOOL_CALL_ID", "parse_stamp", "run"]
 
 TOOL_CALL_ID = "call_flood"
 _TEXT_BYTES = 100
@@ -44,13 +47,28 @@ async def run(turn: Turn, command: Command) -> str:
     return "end_turn"
 
 
+def parse_stamp(text: str) -> tuple[float, int] | None:
+    """``(t, i)`` from the start of a flood text, or None for any other text."""
+    if not text.startswith("t="):
+        return None
+    try:
+        t, i = text[2:].split(" ", 2)[:2]
+        return float(t), int(i.removeprefix("i="))
+    except ValueError:
+        return None
+
+
+def _prefix(i: int, count: int) -> str:
+    return f"t={time.time():.6f} i={i} flood {i + 1}/{count} "
+
+
 def _text_update(i: int, count: int) -> dict[str, Any]:
-    text = f"flood {i + 1}/{count} ".ljust(_TEXT_BYTES - 1, ".") + "\n"
+    text = _prefix(i, count).ljust(_TEXT_BYTES - 1, ".") + "\n"
     return {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
 
 
 def _tool_update(i: int, count: int) -> dict[str, Any]:
-    text = f"flood {i + 1}/{count}\n".ljust(_TOOL_BYTES, "x")
+    text = (_prefix(i, count) + "\n").ljust(_TOOL_BYTES, "x")
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": TOOL_CALL_ID,

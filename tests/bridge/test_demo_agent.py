@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import agent_bridge.demo_agent as demo_agent
+from agent_bridge.demo_agent.flood import parse_stamp
 
 pytestmark = pytest.mark.anyio
 
@@ -659,6 +660,10 @@ async def test_flood_count_and_timestamps(workspace: Path) -> None:
         assert times == sorted(times) and before <= times[0] and times[-1] <= after
         assert {u["sessionUpdate"] for u in stamped} == {"agent_message_chunk"}
         assert all(90 <= len(u["content"]["text"]) <= 110 for u in stamped)
+        # the text starts with the same facts (t when built, just before the write)
+        in_text = [parse_stamp(u["content"]["text"]) for u in stamped]
+        assert [s[1] for s in in_text if s] == list(range(500))
+        assert all(s and before <= s[0] <= u["_meta"]["demo"]["t"] for s, u in zip(in_text, stamped, strict=True))
 
 
 async def test_flood_tool_paced(workspace: Path) -> None:
@@ -671,6 +676,8 @@ async def test_flood_tool_paced(workspace: Path) -> None:
         assert len(stamped) == 21
         assert {u["toolCallId"] for u in stamped} == {"call_flood"}
         assert all(len(u["content"][0]["content"]["text"]) >= 5000 for u in stamped)
+        in_text = [parse_stamp(u["content"][0]["content"]["text"]) for u in stamped]
+        assert [s[1] for s in in_text if s] == list(range(21))
         # paced: update i is not written before its slot, i / 200 s after the start
         times = [u["_meta"]["demo"]["t"] for u in stamped]
         assert all(t >= before + i / 200 - 0.001 for i, t in enumerate(times))
