@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 from sqlalchemy import insert, update
 
-from store import ToolCall, utcnow
+from store import Run, ToolCall, utcnow
 
 __all__ = ["PendingPermission", "ToolBook", "Turn"]
 
@@ -40,27 +40,47 @@ class _Call:
     waited: float = 0.0
     finished: bool = False
 
+    def stop_waiting(self, now: float) -> None:
+        if self.waiting_since is not None:
+            self.waited += now - self.waiting_since
+            self.waiting_since = None
+
+    def duration_ms(self, now: float) -> int:
+        """Wall-clock time from in_progress (else from the first update) to ``now``,
+        less the time spent waiting on a person's permission in between."""
+        self.stop_waiting(now)
+        began = self.started if self.started is not None else self.created
+        return max(0, round((now - began - self.waited) * 1000))
+
 
 class ToolBook:
-    """One row per tool call of a run; step numbers continue across resumes."""
+    """One row per tool call of a run; step numbers continue across resumes.
+
+    Durations are measured here, on the server's monotonic clock: from the update that
+    says ``in_progress`` to the one that finishes the call, less any permission wait in
+    between (a wait before ``in_progress`` is outside that span anyway). A permission
+    request may name a call before any update did (``_asked_early``)."""
 
     def __init__(self, turn: Turn) -> None:
         self._turn = turn
         self._calls: dict[str, _Call] = {}
+        self._asked_early: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._calls)
 
     def permission_asked(self, call_id: str) -> None:
         call = self._calls.get(call_id)
-        if call is not None and call.waiting_since is None:
+        if call is None:
+            self._asked_early.add(call_id)  # its row is made by the message that follows
+        elif call.waiting_since is None:
             call.waiting_since = time.monotonic()
 
     def permission_decided(self, call_id: str) -> None:
+        self._asked_early.discard(call_id)
         call = self._calls.get(call_id)
-        if call is not None and call.waiting_since is not None:
-            call.waited += time.monotonic() - call.waiting_since
-            call.waiting_since = None
+        if call is not None:
+            call.stop_waiting(time.monotonic())
 
     def record(self, content: dict[str, Any], message_id: str) -> Any:
         """Book a tool message; returns the op that writes its row (or None)."""
@@ -73,39 +93,49 @@ class ToolBook:
             "kind": content.get("kind"),
             "input": content.get("args"),
             "output": content.get("result"),
-            "status": "completed" if status == "completed" else status,
+            "status": status,
         }
         call = self._calls.get(call_id)
+        insert_values: dict[str, Any] | None = None
         if call is None:
-            call = self._calls[call_id] = _Call(str(uuid.uuid4()), self._turn.step_base + len(self._calls) + 1, now)
-            values.update(
-                id=call.row_id, run_id=self._turn.run_id, session_id=self._turn.session_id or "",
-                tool_call_id=call_id, step_number=call.step, created_at=utcnow(),
-            )
-            insert_values = dict(values)
-        else:
-            insert_values = None
+            call = self._calls[call_id] = self._new_call(call_id, now)
+            insert_values = {
+                "id": call.row_id, "run_id": self._turn.run_id, "session_id": self._turn.session_id or "",
+                "tool_call_id": call_id, "step_number": call.step, "created_at": utcnow(),
+            }
         if call.finished:
             return None
         if status == "in_progress" and call.started is None:
             call.started = now
+            call.waited = 0.0  # only waits after in_progress count against the span
+            if call.waiting_since is not None:
+                call.waiting_since = now
             values["started_at"] = utcnow()
         if status in _FINISHED:
             call.finished = True
-            began = call.started if call.started is not None else call.created + call.waited
-            values["duration_ms"] = max(0, int((now - began) * 1000))
+            values["duration_ms"] = call.duration_ms(now)
             values["completed_at"] = utcnow()
         if insert_values is not None:
-            insert_values.update(values)
+            row = {**insert_values, **values}
+            run_id, step = self._turn.run_id, call.step
 
             async def insert_row(db: Any) -> None:
-                await db.execute(insert(ToolCall).values(**insert_values))
+                await db.execute(insert(ToolCall).values(**row))
+                # stepCount stays true while the run goes on (and after a crash).
+                await db.execute(update(Run).where(Run.id == run_id).values(step_count=step))
             return insert_row
         row_id = call.row_id
 
         async def update_row(db: Any) -> None:
             await db.execute(update(ToolCall).where(ToolCall.id == row_id).values(**values))
         return update_row
+
+    def _new_call(self, call_id: str, now: float) -> _Call:
+        call = _Call(str(uuid.uuid4()), self._turn.step_base + len(self._calls) + 1, now)
+        if call_id in self._asked_early:
+            self._asked_early.discard(call_id)
+            call.waiting_since = now
+        return call
 
 
 @dataclass
@@ -114,6 +144,9 @@ class Turn:
     max_steps: int
     step_base: int = 0
     session_id: str | None = None
+    # The agent's cumulative cost (usage_update.cost.amount) before this run, when the
+    # caller knows it; without it the change is measured from the run's first report.
+    cost_base: float | None = None
     started: float = field(default_factory=time.monotonic)
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_requested: bool = False
@@ -135,7 +168,8 @@ class Turn:
         return len(self.tools) >= self.max_steps
 
     def note_cost(self, cost: Any) -> None:
-        if isinstance(cost, dict) and isinstance(cost.get("amount"), int | float):
+        amount = cost.get("amount") if isinstance(cost, dict) else None
+        if isinstance(amount, int | float) and not isinstance(amount, bool):
             if self._cost_first is None:
                 self._cost_first = cost
             self._cost_last = cost
@@ -144,8 +178,9 @@ class Turn:
         """The change of the agent's cumulative cost over this run."""
         if self._cost_last is None or self._cost_first is None:
             return None
+        base = self.cost_base if self.cost_base is not None else float(self._cost_first["amount"])
         return {
-            "amount": round(float(self._cost_last["amount"]) - float(self._cost_first.get("amount", 0)), 10),
+            "amount": round(float(self._cost_last["amount"]) - base, 10),
             "currency": self._cost_last.get("currency"),
         }
 
