@@ -14,6 +14,7 @@ from agent_bridge.process import (
     become_subreaper,
     kill_orphans,
 )
+from agent_bridge.terminals import OutputBuffer, TerminalHost
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -26,10 +27,12 @@ __all__ = [
     "AgentStartError",
     "BridgeError",
     "ClientCallbacks",
+    "OutputBuffer",
     "PathOutsideWorkspace",
     "ProcessSpec",
     "ProtocolBroken",
     "RpcError",
+    "TerminalHost",
     "Workspace",
     "WorkspaceError",
     "agent_environment",

@@ -15,6 +15,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from agent_bridge import AcpClient, AgentExited, ProcessSpec, ProtocolBroken, RpcError, Workspace
+from agent_bridge import TerminalHost
 from agent_bridge import connect_agent
 from server import metrics
 from server.errors import ApiError
@@ -70,7 +71,10 @@ class LiveSession:
         self._tg: TaskGroup | None = None
         settings = hub.settings
         self.workspace = Workspace(repo_path, context={"session_id": self.id})
-        self.client = AcpClient(self, self.workspace, request_timeout=settings.agent_start_timeout)
+        self.terminals = TerminalHost(self.workspace, base_env=hub.agent_env(self.agent),
+                                      context={"session_id": self.id})
+        self.client = AcpClient(self, self.workspace, terminals=self.terminals,
+                                request_timeout=settings.agent_start_timeout)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -125,6 +129,8 @@ class LiveSession:
                 self.crashed = True
                 await self.hub.on_agent_exit(self, conn.exit_code, conn.stderr_tail, conn.failure)
         finally:
+            with anyio.CancelScope(shield=True):
+                await self.terminals.close()  # the agent is gone: so are its commands
             self.hub.forget(self)
             self.finished.set()
             if not started:

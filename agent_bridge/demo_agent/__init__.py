@@ -10,7 +10,8 @@ Protocol
     DEMO_AGENT_LOAD=1), ``session/prompt``, ``session/cancel``. Anything else is -32601;
     unknown notifications are ignored. It reads and writes files only through the
     client's ``fs/read_text_file`` / ``fs/write_text_file`` and asks
-    ``session/request_permission`` before writing. Exit code 0 when stdin closes.
+    ``session/request_permission`` before writing (``probe`` does not ask: it tests the
+    client's confinement). Terminals only through ``terminal/*`` when advertised. Exit code 0 when stdin closes.
 
 The default turn (any prompt text T that is not a command below)
     2 agent_thought_chunk, a plan (pending), tool call ``call_1`` "Read README.md"
@@ -55,6 +56,25 @@ Prompt commands (the whole prompt text; arguments must parse, else it is T)
     ``endless-line``  writes the start of a session/update line, then 1 MiB chunks
         with no newline, forever, until killed (cancel and stdin EOF ignored).
     ``stderr-flood [MB]``  writes MB MiB (default 20) to stderr, then ends normally.
+    ``probe <op> <path>`` / ``probe-all <json>``  boundary probes (op read, write or
+        terminal; probe-all takes a JSON list of [op, path] pairs, paths sent exactly as
+        given): fs/read_text_file, fs/write_text_file (a fixed line), or terminal/create
+        of ``pwd`` with that cwd (then wait_for_exit, output, release). Tool call
+        ``call_probe`` (kind other) with rawOutput {results: [{op, path, ok, code,
+        message?, content?}]} (content: the first 200 chars of what an allowed request
+        returned); the reply has one line per probe, ``probe <op> '<path>': ok`` or
+        ``... error <code>``.
+    ``env-names``  replies ``env: NAME NAME ...``: the sorted names, never the values,
+        of the agent's environment variables.
+    ``terminal [limit=N] <cmd...>``  (shell-style words) runs the command in a client
+        terminal (terminal/create with the session cwd and outputByteLimit N if given):
+        tool call ``call_terminal`` (kind execute) in_progress with content
+        [{type: terminal, terminalId}], then wait_for_exit, output, release, and
+        completed (exit code 0) or failed with rawOutput = the terminal/output result
+        {output, truncated, exitStatus}.
+    ``terminal-start <cmd...>``  terminal/create, then terminal/output until the output
+        has a newline or the command ended (at most 5 s); replies ``terminal <id>
+        started: <output>`` and never releases it (for the host's cleanup tests).
 
 Environment
     DEMO_AGENT_REQUIRE_AUTH=<methodId>  advertise that auth method ("Demo key");

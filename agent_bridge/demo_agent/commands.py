@@ -6,7 +6,9 @@ prompt and gets the default turn.
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from dataclasses import dataclass, replace
 
 __all__ = ["Command", "parse_command", "prompt_text"]
@@ -16,6 +18,9 @@ MAX_SLOW = 10_000
 MAX_FLOOD = 10_000_000
 MAX_HUGE = 1 << 30
 MAX_STDERR_MB = 1024
+MAX_PROBES = 10_000
+MAX_OUTPUT_LIMIT = 1 << 30
+PROBE_OPS = ("read", "write", "terminal")
 
 _WRITE = re.compile(r"write\s+(\S+)(?:\s+(.*))?", re.DOTALL)
 
@@ -24,7 +29,8 @@ _WRITE = re.compile(r"write\s+(\S+)(?:\s+(.*))?", re.DOTALL)
 class Command:
     name: str = "default"
     """default, write, ask-permission-bare, tools, slow, flood, history, crash, hang,
-    grandchildren, garbage, huge-line, endless-line, stderr-flood."""
+    grandchildren, garbage, huge-line, endless-line, stderr-flood, probe, env-names,
+    terminal, terminal-start."""
     count: int = 0
     path: str = ""
     content: str = ""
@@ -32,6 +38,12 @@ class Command:
     flood_kind: str = "text"
     rate: float | None = None
     ignore_sigterm: bool = False
+    probes: tuple[tuple[str, str], ...] = ()
+    """probe / probe-all: (op, path) pairs, op one of PROBE_OPS."""
+    argv: tuple[str, ...] = ()
+    """terminal / terminal-start: the command and its arguments."""
+    output_limit: int | None = None
+    """terminal: outputByteLimit to ask for."""
 
 
 def prompt_text(prompt: list[object]) -> str:
@@ -56,6 +68,10 @@ def parse_command(text: str) -> Command:
         return replace(inner, ignore_sigterm=True)
     if match := _WRITE.fullmatch(text.strip()):
         return Command("write", path=match.group(1), content=match.group(2) or "")
+    if words and words[0] in ("probe", "probe-all", "terminal", "terminal-start"):
+        rest = text.strip()[len(words[0]) :].strip()
+        parsed = _parse_rest(words[0], rest)
+        return parsed if parsed is not None else Command()
     if not words:
         return Command()
     name, args = words[0], words[1:]
@@ -65,7 +81,7 @@ def parse_command(text: str) -> Command:
 
 def _parse_args(name: str, args: list[str]) -> Command | None:
     if name in ("ask-permission-bare", "history", "crash", "hang", "grandchildren", "garbage",
-                "endless-line"):
+                "endless-line", "env-names"):
         return Command(name) if not args else None
     if name == "tools" and 1 <= len(args) <= 2:
         count = _count(args[0], MAX_TOOLS)
@@ -85,6 +101,38 @@ def _parse_args(name: str, args: list[str]) -> Command | None:
     if name == "flood" and args:
         return _parse_flood(args)
     return None
+
+
+def _parse_rest(name: str, rest: str) -> Command | None:
+    """The commands whose argument is the rest of the text, not words."""
+    if name == "probe":
+        op, _, path = rest.partition(" ")
+        path = path.strip()
+        return Command("probe", probes=((op, path),)) if op in PROBE_OPS and path else None
+    if name == "probe-all":
+        try:
+            items = json.loads(rest)
+        except ValueError:
+            return None
+        if not isinstance(items, list) or not 0 < len(items) <= MAX_PROBES:
+            return None
+        probes = []
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and item[0] in PROBE_OPS
+                    and isinstance(item[1], str)):
+                return None
+            probes.append((item[0], item[1]))
+        return Command("probe", probes=tuple(probes))
+    try:
+        argv = shlex.split(rest)
+    except ValueError:
+        return None
+    limit = None
+    if name == "terminal" and argv and argv[0].startswith("limit="):
+        limit = _count(argv.pop(0)[len("limit="):], MAX_OUTPUT_LIMIT)
+        if limit is None:
+            return None
+    return Command(name, argv=tuple(argv), output_limit=limit) if argv else None
 
 
 def _parse_flood(args: list[str]) -> Command | None:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import flood, modes
+from . import flood, modes, probes
 from .commands import Command
 from .turn import Turn, text_block
 from .wire import RemoteError
@@ -27,6 +27,12 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
 _TOOL_KINDS = ("read", "search", "execute")
+_PROBE_BODIES: dict[str, tuple[Callable[[Turn, Command], Awaitable[list[str] | None]], str]] = {
+    "probe": (probes.probe, "Probe the paths"),
+    "env-names": (probes.env_names, "List the environment"),
+    "terminal": (probes.terminal, "Run the command"),
+    "terminal-start": (probes.terminal_start, "Start the command"),
+}
 
 # A body returns the lines it reports, or None when a permission request came back
 # cancelled (the turn then ends with stopReason "cancelled").
@@ -81,6 +87,13 @@ def _variant(command: Command) -> tuple[list[tuple[str, str]], Body]:
             return [f"Streamed {count} chunks."]
 
         return [(f"Stream {count} chunks", "high"), ("Answer", "medium")], slow
+    if name in _PROBE_BODIES:
+        body_of, plan = _PROBE_BODIES[name]
+
+        async def probing(turn: Turn) -> list[str] | None:
+            return await body_of(turn, command)
+
+        return [(plan, "high"), ("Answer", "medium")], probing
     if name == "history":
 
         async def history(turn: Turn) -> list[str] | None:
