@@ -20,11 +20,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent_bridge import become_subreaper
 from server.agents import load_agents
 from server.broker import Broker
+from server.cluster import Cluster, ForwardingMiddleware
 from server.errors import exception_handlers
 from server.hub import Hub
 from server.logs import REQUEST_ID
-from server.routes import ops, repos, runs, sessions, ws
-from server.security import TokenMiddleware
+from server.routes import history, ops, repos, runs, sessions, ws
+from server.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddleware
 from server.settings import Settings
 from server.state import AppState
 from server.writer import Writer
@@ -97,15 +98,17 @@ def create_app(settings: Settings) -> Starlette:
         try:
             await upgrade(db)
             broker = Broker()
-            writer = Writer(db, broker)
-            hub = Hub(settings, db, writer, broker, agents)
+            cluster = Cluster(settings, db, broker)
+            writer = Writer(db, broker, notify=cluster.notify if cluster.enabled else None)
+            hub = Hub(settings, db, writer, broker, agents, cluster)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)
                 await tg.start(hub.run)
+                await tg.start(cluster.run)
                 await hub.recover()
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
-                app.state.agent_sessions = AppState(settings, db, writer, broker, hub, agents)
+                app.state.agent_sessions = AppState(settings, db, writer, broker, hub, agents, cluster)
                 log.info("ready", extra={"event": "ready"})
                 try:
                     yield
@@ -118,12 +121,18 @@ def create_app(settings: Settings) -> Starlette:
             with anyio.CancelScope(shield=True):
                 await db.close()
 
-    routes = [*ops.routes, *repos.routes, *sessions.routes, *runs.routes, *ws.routes]
+    routes = [*ops.routes, *repos.routes, *history.routes, *sessions.routes, *runs.routes, *ws.routes]
     if STATIC.is_dir():
         routes.append(Mount("/", StaticFiles(directory=STATIC, html=True), name="ui"))
     return Starlette(
         routes=routes,
-        middleware=[Middleware(RequestIdMiddleware), Middleware(TokenMiddleware, settings=settings)],
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(TokenMiddleware, settings=settings),  # outermost: nothing runs for strangers
+            Middleware(OriginMiddleware, settings=settings),
+            Middleware(BodyLimitMiddleware, settings=settings),
+            Middleware(ForwardingMiddleware),  # commands for sessions another node runs
+        ],
         exception_handlers=exception_handlers,
         lifespan=lifespan,
     )

@@ -86,10 +86,19 @@ class Broker:
             for seq, frame in frames:
                 sub.put(seq, frame)
 
-    def close_all(self) -> None:
+    def close_all(self, reason: str = "shutdown") -> None:
+        """Close every viewer: with 1001 at shutdown, or as fallen behind (4008) so it
+        reconnects with its cursor."""
         for subs in self._subs.values():
             for sub in subs:
-                sub.close()
+                if reason == "behind":
+                    sub.overflowed = True
+                    sub.put(0, "")
+                else:
+                    sub.close()
+
+    def has_subscribers(self, session_id: str) -> bool:
+        return bool(self._subs.get(session_id))
 
     @property
     def viewer_count(self) -> int:

@@ -21,6 +21,7 @@ from agent_bridge import WorkspaceError, agent_environment, kill_orphans
 from server import metrics
 from server.agents import AgentConfig
 from server.broker import Broker
+from server.cluster import Cluster
 from server.errors import ApiError
 from server.live_session import LiveSession, Restore
 from server.settings import Settings
@@ -65,9 +66,11 @@ def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None)
 class Hub:
     def __init__(
         self, settings: Settings, database: Database, writer: Writer, broker: Broker,
-        agents: dict[str, AgentConfig],
+        agents: dict[str, AgentConfig], cluster: Cluster,
     ) -> None:
         self.settings = settings
+        self.cluster = cluster
+        cluster.recover_sessions = self.recover_sessions
         self.db = database
         self.writer = writer
         self.broker = broker
@@ -167,12 +170,18 @@ class Hub:
     async def _start_live(self, record: SessionRecord, repo_path: Path, restore: Restore) -> LiveSession:
         if self._tg is None or self.shutting_down:
             raise ApiError(503, "shutting_down", "The server is shutting down.")
+        owner = await self.cluster.claim(record.id)
+        if owner is not None:
+            raise ApiError(503, "session_owned_elsewhere",
+                           "Another node runs this session's agent; send the command to it (retry).",
+                           {"owner": owner})
         live = LiveSession(self, record, repo_path)
         self.live[record.id] = live
         try:
             await self._tg.start(live.run, restore)
         except BaseException as exc:
             self.forget(live)
+            await self.cluster.release(record.id)
             found = find_exception(exc, AgentStartError)
             if found is not None:
                 raise found from None
@@ -386,12 +395,27 @@ class Hub:
 
     async def recover(self) -> None:
         """After a crash: kill agents of the dead server, mark its running runs
-        ``interrupted`` and its pending permissions ``cancelled``."""
+        ``interrupted`` and its pending permissions ``cancelled`` (on several nodes:
+        only for sessions no live node owns)."""
         await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
+        await self.recover_sessions(None)
+
+    async def recover_sessions(self, only: set[str] | None) -> None:
+        """Interrupt the running runs and cancel the pending permissions of sessions
+        whose agent is gone: all of them at start (``only`` None), or those ``only``."""
         now = utcnow()
         async with self.db.read() as db:
-            runs = await run_store.runs_with_status(db, "running")
-            pending = await permission_store.pending_permissions(db)
+            runs = list(await run_store.runs_with_status(db, "running"))
+            pending = list(await permission_store.pending_permissions(db))
+        if only is not None:
+            runs = [r for r in runs if r.session_id in only]
+            pending = [p for p in pending if p.session_id in only]
+        elif self.cluster.enabled:
+            owned = {sid for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+                     if await self.cluster.owner_url(sid) is not None}
+            runs = [r for r in runs if r.session_id not in owned]
+            pending = [p for p in pending if p.session_id not in owned]
+        async with self.db.read() as db:
             sessions = {
                 sid: await session_store.get_session(db, sid)
                 for sid in {r.session_id for r in runs} | {p.session_id for p in pending}

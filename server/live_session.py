@@ -132,6 +132,7 @@ class LiveSession:
             with anyio.CancelScope(shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             self.hub.forget(self)
+            await self.hub.cluster.release(self.id)
             self.finished.set()
             if not started:
                 log.info("agent start failed", extra={"session_id": self.id})

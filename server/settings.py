@@ -14,8 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 __all__ = ["DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
 
@@ -26,7 +29,7 @@ class SettingsError(ValueError):
     """A configuration value is invalid; the message is one line naming the variable."""
 
 
-def _int(minimum: int) -> Callable[[str], int]:
+def _int(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     def parse(raw: str) -> int:
         try:
             value = int(raw.strip())
@@ -34,6 +37,8 @@ def _int(minimum: int) -> Callable[[str], int]:
             raise ValueError("must be a whole number") from None
         if value < minimum:
             raise ValueError(f"must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be at most {maximum}")
         return value
 
     return parse
@@ -80,11 +85,60 @@ def _optional_text(raw: str) -> str | None:
 
 
 def _origins(raw: str) -> tuple[str, ...]:
+    """Origins as browsers send them: scheme://host[:port], nothing after it."""
     origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
     for origin in origins:
-        if "://" not in origin:
+        try:
+            parts = urlsplit(origin)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            parts = None
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path
+            or parts.query
+            or parts.fragment
+            or parts.username is not None
+        ):
             raise ValueError(f"{origin!r} is not an origin like https://example.com")
     return origins
+
+
+def _database_url(raw: str) -> str:
+    """A SQLAlchemy URL with an async driver (the server only speaks asyncio)."""
+    value = raw.strip()
+    try:
+        dialect = make_url(value).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        raise ValueError(
+            "not a SQLAlchemy URL with a known driver, like sqlite+aiosqlite:///./data/agent-sessions.db"
+        ) from None
+    if not getattr(dialect, "is_async", False):
+        raise ValueError("needs an async driver: sqlite+aiosqlite:// or postgresql+asyncpg://")
+    return value
+
+
+def _shown(env: str, raw: str) -> str:
+    """How a rejected value appears in the error: never a password or token."""
+    if env == "DATABASE_URL":
+        try:
+            return repr(make_url(raw.strip()).render_as_string(hide_password=True))
+        except (ArgumentError, ValueError):
+            return "(unparseable URL)"
+    if "TOKEN" in env or "SECRET" in env:
+        return "(hidden)"
+    return repr(raw)
+
+
+def _file(raw: str) -> Path | None:
+    if not raw.strip():
+        return None
+    path = Path(raw.strip())
+    if not path.is_file():
+        raise ValueError("names no readable file")
+    return path
 
 
 def _command(raw: str) -> str:
@@ -102,9 +156,9 @@ class Settings:
     """The server's configuration. Build with ``load_settings()``."""
 
     workspace_root: Path = _setting("AGENT_WORKSPACE_ROOT", Path, "./workspace", "the only directory tree repositories may live in")
-    database_url: str = _setting("DATABASE_URL", _text, "sqlite+aiosqlite:///./data/agent-sessions.db", "SQLAlchemy async URL")
+    database_url: str = _setting("DATABASE_URL", _database_url, "sqlite+aiosqlite:///./data/agent-sessions.db", "SQLAlchemy async URL")
     agent_command: str = _setting("AGENT_COMMAND", _command, DEMO_AGENT_COMMAND, "command line of the default ACP agent")
-    agents_file: Path | None = _setting("AGENTS_FILE", lambda r: Path(r) if r.strip() else None, "", "TOML file naming more agents")
+    agents_file: Path | None = _setting("AGENTS_FILE", _file, "", "TOML file naming more agents")
     agent_start_timeout: float = _setting("AGENT_START_TIMEOUT", _float(0.1), "60", "seconds to answer initialize and session/new")
     auto_register_repos: bool = _setting("AUTO_REGISTER_REPOS", _bool, "true", "register git work trees under the root at start")
     max_concurrent_sessions: int = _setting("MAX_CONCURRENT_SESSIONS", _int(1), "5", "active sessions allowed at once")
@@ -121,9 +175,14 @@ class Settings:
     api_token: str | None = _setting("API_TOKEN", _optional_text, "", "bearer token required on /api and /ws")
     allowed_origins: tuple[str, ...] = _setting("ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets")
     host: str = _setting("HOST", _text, "127.0.0.1", "listen address")
-    port: int = _setting("PORT", _int(0), "8000", "listen port")
+    port: int = _setting("PORT", _int(0, 65535), "8000", "listen port")
     log_level: str = _setting("LOG_LEVEL", _choice("debug", "info", "warning", "error"), "info", "log level")
     log_format: str = _setting("LOG_FORMAT", _choice("text", "json"), "text", "text or json")
+    # Scale-out (PostgreSQL only): an addition to API.md's table.
+    node_id: str | None = _setting("NODE_ID", _optional_text, "", "this node's id (default: host name and port)")
+    node_url: str | None = _setting("NODE_URL", _optional_text, "", "URL the other nodes reach this one at (default: http://HOST:PORT)")
+    cluster_secret: str | None = _setting("CLUSTER_SECRET", _optional_text, "", "shared secret on requests forwarded between nodes")
+    lease_seconds: float = _setting("LEASE_SECONDS", _float(0.5), "15", "how long a node's ownership of a session lasts without a heartbeat")
 
     @classmethod
     def variables(cls) -> dict[str, str]:
@@ -168,7 +227,7 @@ def load_settings(
         try:
             values[f.name] = f.metadata["parse"](raw)
         except ValueError as exc:
-            raise SettingsError(f"{env}={raw!r} is invalid: {exc}") from None
+            raise SettingsError(f"{env}={_shown(env, raw)} is invalid: {exc}") from None
     settings = Settings(**values)
     settings.check_listen_address()
     return settings

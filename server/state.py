@@ -10,6 +10,7 @@ from starlette.requests import HTTPConnection
 if TYPE_CHECKING:
     from server.agents import AgentConfig
     from server.broker import Broker
+    from server.cluster import Cluster
     from server.hub import Hub
     from server.settings import Settings
     from server.writer import Writer
@@ -26,6 +27,7 @@ class AppState:
     broker: Broker
     hub: Hub
     agents: dict[str, AgentConfig]
+    cluster: Cluster
 
 
 def app_state(conn: HTTPConnection) -> AppState:

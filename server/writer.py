@@ -74,9 +74,13 @@ class _Item:
 
 
 class Writer:
-    def __init__(self, database: Database, broker: Broker) -> None:
+    def __init__(
+        self, database: Database, broker: Broker,
+        notify: Callable[[AsyncSession, dict[str, tuple[int, int]]], Awaitable[None]] | None = None,
+    ) -> None:
         self._db = database
         self._broker = broker
+        self._notify = notify
         self._queue: deque[_Item] = deque()
         self._pending_rows = 0
         self._wake = anyio.Event()
@@ -153,7 +157,9 @@ class Writer:
     async def _commit(self, batch: list[_Item]) -> None:
         rows = [row for item in batch for row in item.rows]
         last: dict[str, tuple[int, Any]] = {}
+        first: dict[str, int] = {}
         for row in rows:
+            first.setdefault(row["session_id"], row["seq"])
             last[row["session_id"]] = (row["seq"], row["created_at"])
         async with self._db.write() as db, db.begin():
             await message_store.insert_messages(db, rows)
@@ -166,6 +172,8 @@ class Writer:
             for item in batch:
                 for op in item.ops:
                     await op(db)
+            if self._notify is not None and last:
+                await self._notify(db, {sid: (first[sid], seq) for sid, (seq, _) in last.items()})
 
     async def run(self) -> None:
         """The commit loop; runs for the lifetime of the app."""

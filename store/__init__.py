@@ -7,15 +7,28 @@ transaction.
 from store import messages, permissions, repos, runs, sessions
 from store.engine import Database, open_database
 from store.migrate import downgrade, upgrade
-from store.models import Base, Message, Permission, Repo, Run, SessionRecord, ToolCall, utcnow
+from store.models import (
+    Base,
+    Message,
+    Node,
+    Permission,
+    Repo,
+    Run,
+    SessionOwner,
+    SessionRecord,
+    ToolCall,
+    utcnow,
+)
 
 __all__ = [
     "Base",
     "Database",
     "Message",
+    "Node",
     "Permission",
     "Repo",
     "Run",
+    "SessionOwner",
     "SessionRecord",
     "ToolCall",
     "downgrade",

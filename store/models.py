@@ -25,9 +25,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 __all__ = [
     "Base",
     "Message",
+    "Node",
     "Permission",
     "Repo",
     "Run",
+    "SessionOwner",
     "SessionRecord",
     "ToolCall",
     "UtcDateTime",
@@ -189,3 +191,27 @@ class Permission(Base):
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class Node(Base):
+    """A server node sharing the database (PostgreSQL scale-out)."""
+
+    __tablename__ = "nodes"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class SessionOwner(Base):
+    """Which node runs a live session's agent, until when (renewed by its heartbeat)."""
+
+    __tablename__ = "session_owners"
+    __table_args__ = (Index("ix_session_owners_node", "node_id"),)
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    node_id: Mapped[str] = mapped_column(String(255))
+    lease_until: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -53,11 +53,53 @@ def workspace_root(tmp_path: Path) -> Path:
     return root
 
 
+PG_SERVER = os.environ.get("AGENT_SESSIONS_TEST_PG")  # e.g. postgresql+asyncpg://postgres@127.0.0.1:55432/postgres
+
+
+def fresh_pg_database(server_url: str) -> str:
+    """Create an empty database on the test PostgreSQL server; return its URL."""
+    import asyncio
+    import threading
+    import uuid
+
+    import asyncpg
+
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    plain = server_url.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def create() -> None:
+        conn = await asyncpg.connect(plain)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(create()))
+    thread.start()
+    thread.join()
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def test_database_url(tmp_path: Path) -> str:
+    """SQLite in the test's folder, or a fresh PostgreSQL database when the suite runs
+    against PostgreSQL (AGENT_SESSIONS_TEST_PG)."""
+    marker = tmp_path / ".database_url"
+    if marker.exists():
+        return marker.read_text()
+    url = fresh_pg_database(PG_SERVER) if PG_SERVER else f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}"
+    marker.write_text(url)
+    return url
+
+
+test_database_url.__test__ = False  # type: ignore[attr-defined]
+
+
 def settings_env(tmp_path: Path, workspace_root: Path, **env: Any) -> dict[str, str]:
     base = {
         "AGENT_WORKSPACE_ROOT": str(workspace_root),
-        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}",
+        "DATABASE_URL": test_database_url(tmp_path),
         "AGENT_STOP_GRACE": "0.5",
+        "NODE_ID": "test-node",  # a restarted server is the same node (PostgreSQL leases)
         "AGENT_START_TIMEOUT": "20",
     }
     base.update({k: str(v) for k, v in env.items()})

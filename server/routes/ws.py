@@ -137,6 +137,9 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
             raise ApiError.validation("A command must be a JSON object.")
         ref = command.get("id")
         kind = command.get("type")
+        owner = await state.cluster.owner_url(session_id) if kind in _REST_PATHS else None
+        if owner is not None:
+            return await _forward(state, owner, session_id, command, ref)
         if kind == "prompt":
             text = prompt_text(command, state.settings.max_prompt_bytes)
             run_id = await state.hub.prompt(session_id, text)
@@ -153,6 +156,32 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         return {"type": "ack", "ref": ref}
     except ApiError as exc:
         return {"type": "error", "ref": ref, "error": {"code": exc.code, "message": exc.message}}
+
+
+_REST_PATHS = {"prompt": "prompt", "cancel": "cancel", "permission": "permissions/{requestId}"}
+
+
+async def _forward(state: AppState, owner: str, session_id: str, command: dict[str, Any], ref: Any) -> dict[str, Any]:
+    """A command for a session another node runs: its REST twin, on that node."""
+    kind = command["type"]
+    if kind == "permission" and not isinstance(command.get("requestId"), str):
+        raise ApiError.validation("requestId and optionId are required strings.")
+    path = f"/api/sessions/{session_id}/" + _REST_PATHS[kind].format(requestId=command.get("requestId"))
+    body = {"text": command.get("text")} if kind == "prompt" else {"optionId": command.get("optionId")}
+    headers = {"content-type": "application/json"}
+    if state.settings.api_token:
+        headers["authorization"] = f"Bearer {state.settings.api_token}"
+    try:
+        answer = await state.cluster.forward(owner, "POST", path, "", headers, dumps(body).encode())
+    except Exception:  # noqa: BLE001 - any transport failure
+        raise ApiError(503, "owner_unavailable", "The node running this session does not answer; retry shortly.") from None
+    if answer.status_code < 300:
+        reply: dict[str, Any] = {"type": "ack", "ref": ref}
+        if kind == "prompt":
+            reply["runId"] = answer.json().get("runId")
+        return reply
+    error = answer.json().get("error", {})
+    return {"type": "error", "ref": ref, "error": {"code": error.get("code"), "message": error.get("message")}}
 
 
 routes = [WebSocketRoute("/ws/sessions/{session_id}", stream)]
