@@ -141,3 +141,31 @@ async def test_sigterm_interrupts_runs_closes_viewers_1001_and_stops_agents(live
     async with httpx.AsyncClient(base_url=restarted.url, timeout=30) as http:
         assert (await http.get(f"/api/agent-runs/{run}")).json()["status"] == "interrupted"
         assert (await http.get(f"/api/sessions/{sid}")).json()["status"] == "active"
+
+
+async def test_restart_restores_with_session_load_without_storing_the_replay(live_server, tmp_path) -> None:
+    from tests.helpers import demo_command
+
+    state = tmp_path / "demo-state"
+    state.mkdir()
+    command = demo_command(DEMO_AGENT_LOAD="1", DEMO_AGENT_STATE_DIR=str(state))
+    server = live_server(AGENT_COMMAND=command)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        repo = (await http.get("/api/repos")).json()["repos"][0]["id"]
+        sid = (await http.post("/api/sessions", json={"repoId": repo})).json()["id"]
+        run = (await http.post(f"/api/sessions/{sid}/prompt", json={"text": "remember me"})).json()["runId"]
+        await wait_run_end(http, sid, run)
+        before = await session_messages(http, sid)
+    server.stop()
+    restarted = live_server(AGENT_COMMAND=command)
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=30) as http:
+        again = (await http.post(f"/api/sessions/{sid}/prompt", json={"text": "history"})).json()["runId"]
+        await wait_run_end(http, sid, again)
+        after = await session_messages(http, sid)
+    new = after[len(before):]
+    assert after[: len(before)] == before
+    # The first new message is the new prompt: nothing replayed by session/load was stored.
+    assert new[0]["role"] == "user" and new[0]["content"]["text"] == "history"
+    reply = [m["content"]["text"] for m in new if m["content"]["type"] == "text" and m["content"].get("partial") is False]
+    assert reply and "History: remember me" in reply[-1]
+    assert "[Context]" not in new[0]["content"]["text"]
