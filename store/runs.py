@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Run, ToolCall
@@ -16,8 +16,10 @@ __all__ = [
     "RunFilter",
     "get_run",
     "get_tool_call",
+    "last_step",
     "list_runs",
     "list_tool_calls",
+    "resumed_by",
     "runs_with_status",
     "update_run",
 ]
@@ -38,6 +40,18 @@ async def get_run(db: AsyncSession, run_id: str) -> Run | None:
 
 async def update_run(db: AsyncSession, run_id: str, **values: Any) -> None:
     await db.execute(update(Run).where(Run.id == run_id).values(**values))
+
+
+async def resumed_by(db: AsyncSession, run_id: str) -> Run | None:
+    """The run that resumed ``run_id``, if one did."""
+    query = select(Run).where(Run.resumed_from == run_id).order_by(Run.created_at).limit(1)
+    return (await db.execute(query)).scalars().first()
+
+
+async def last_step(db: AsyncSession, run_id: str) -> int:
+    """The highest step number booked for the run's tool calls (0 when none)."""
+    query = select(func.max(ToolCall.step_number)).where(ToolCall.run_id == run_id)
+    return int((await db.execute(query)).scalar() or 0)
 
 
 async def runs_with_status(db: AsyncSession, status: str) -> Sequence[Run]:

@@ -31,6 +31,48 @@ RUN_STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interr
 TOOL_STATUSES = ("pending", "in_progress", "completed", "error", "cancelled")
 
 
+# Cursors carry SQL integers; anything outside this range was not made by us.
+_MAX_INT = 2**31 - 1
+
+
+def _bad_cursor() -> ApiError:
+    return ApiError.validation("cursor is not valid.", field="cursor")
+
+
+def _run_cursor(request: Request) -> tuple[datetime, str] | None:
+    """(created_at, id) of the last run already seen: newest first."""
+    cursor = decode_cursor(request.query_params.get("cursor"), (str, str))
+    if cursor is None:
+        return None
+    try:
+        created = datetime.fromisoformat(cursor[0])
+    except ValueError:
+        raise _bad_cursor() from None
+    if created.tzinfo is None:
+        raise _bad_cursor()
+    return created, check_uuid(cursor[1], "cursor")
+
+
+def _step_cursor(request: Request) -> tuple[int, str] | None:
+    """(step_number, id) of the last tool call already seen: step order."""
+    cursor = decode_cursor(request.query_params.get("cursor"), (int, str))
+    if cursor is None:
+        return None
+    if not 0 <= cursor[0] <= _MAX_INT:
+        raise _bad_cursor()
+    return int(cursor[0]), check_uuid(cursor[1], "cursor")
+
+
+def _seq_cursor(request: Request) -> int:
+    """The seq of the last message already seen (0: from the start)."""
+    cursor = decode_cursor(request.query_params.get("cursor"), (int,))
+    if cursor is None:
+        return 0
+    if not 0 <= cursor[0] <= _MAX_INT:
+        raise _bad_cursor()
+    return int(cursor[0])
+
+
 def _opt_uuid(request: Request, name: str) -> str | None:
     raw = request.query_params.get(name)
     return check_uuid(raw, name) if raw else None
@@ -54,13 +96,7 @@ async def list_runs(request: Request) -> Response:
         parent_run_id=_opt_uuid(request, "parentRunId"),
         statuses=query_list(request, "status", RUN_STATUSES),
     )
-    cursor = decode_cursor(request.query_params.get("cursor"), (str, str))
-    before = None
-    if cursor is not None:
-        try:
-            before = (datetime.fromisoformat(cursor[0]), check_uuid(cursor[1], "cursor"))
-        except ValueError:
-            raise ApiError.validation("cursor is not valid.", field="cursor") from None
+    before = _run_cursor(request)
     async with app_state(request).db.read() as db:
         rows = await run_store.list_runs(db, where, limit=limit + 1, before=before)
     more = len(rows) > limit
@@ -77,11 +113,9 @@ async def run_messages(request: Request) -> Response:
     run = await _run(request)
     limit = query_int(request, "limit", 100, minimum=1, maximum=1000)
     assert limit is not None
-    cursor = decode_cursor(request.query_params.get("cursor"), (int,))
+    after = _seq_cursor(request)
     partial = bool(query_bool(request, "partial"))
-    where = message_store.MessageFilter(
-        after=cursor[0] if cursor else 0, run_id=run.id, partial=None if partial else False
-    )
+    where = message_store.MessageFilter(after=after, run_id=run.id, partial=None if partial else False)
     async with app_state(request).db.read() as db:
         rows = await message_store.list_messages(db, run.session_id, where, limit=limit + 1)
     more = len(rows) > limit
@@ -106,12 +140,12 @@ async def tool_calls(request: Request) -> Response:
     run = await _run(request)
     limit = query_int(request, "limit", 50, minimum=1, maximum=500)
     assert limit is not None
-    cursor = decode_cursor(request.query_params.get("cursor"), (int, str))
+    after = _step_cursor(request)
+    tool_name = request.query_params.get("toolName") or None
+    statuses = query_list(request, "status", TOOL_STATUSES)
     async with app_state(request).db.read() as db:
         rows = await run_store.list_tool_calls(
-            db, run.id, tool_name=request.query_params.get("toolName") or None,
-            statuses=query_list(request, "status", TOOL_STATUSES), limit=limit + 1,
-            after=(int(cursor[0]), str(cursor[1])) if cursor else None,
+            db, run.id, tool_name=tool_name, statuses=statuses, limit=limit + 1, after=after,
         )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -139,13 +173,21 @@ async def resume(request: Request) -> Response:
     text = require_str(body, "text", optional=True) or "Continue where you left off."
     if run.status not in ("paused", "interrupted"):
         raise ApiError(409, "run_not_paused", f"The run is {run.status}; only paused or interrupted runs resume.")
+    async with state.db.read() as db:
+        later = await run_store.resumed_by(db, run.id)
+        # The run's own count, or its last booked step if the server died before it
+        # could close the run: the next step never reuses a number.
+        steps = max(run.step_count, await run_store.last_step(db, run.id))
+    if later is not None:
+        raise ApiError(409, "run_not_paused", f"The run was already resumed by run {later.id}; resume that one.",
+                       {"resumedBy": later.id})
     cap = state.settings.max_total_steps_per_run
-    if run.step_count >= cap:
+    if steps >= cap:
         raise ApiError(409, "step_limit_reached",
-                       f"The run has used {run.step_count} of its {cap} cumulative steps.", {"limit": cap})
+                       f"The run has used {steps} of its {cap} cumulative steps.", {"limit": cap, "stepCount": steps})
     new_id = await state.hub.prompt(
-        run.session_id, text, max_steps=min(max_steps, cap - run.step_count),
-        step_base=run.step_count, resumed_from=run.id, parent_run_id=run.parent_run_id,
+        run.session_id, text, max_steps=min(max_steps, cap - steps),
+        step_base=steps, resumed_from=run.id, parent_run_id=run.parent_run_id,
     )
     async with state.db.read() as db:
         new_run = await run_store.get_run(db, new_id)

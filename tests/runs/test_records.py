@@ -249,7 +249,7 @@ def test_run_without_agent_text_has_no_summary_even_after_one_with_text(
 
 
 def test_usage_comes_from_the_prompt_result(make_settings: Any) -> None:
-    command = f"{sys.executable} {Path(__file__).with_name('usage_agent.py')}"
+    command = f"{sys.executable} {Path(__file__).with_name('script_agent.py')}"
     with TestClient(create_app(make_settings(AGENT_COMMAND=command))) as client:
         repo_id = next(r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo")
         session = create_session(client, repo_id)
