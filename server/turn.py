@@ -100,8 +100,9 @@ class ToolBook:
         if call is None:
             call = self._calls[call_id] = self._new_call(call_id, now)
             insert_values = {
-                "id": call.row_id, "run_id": self._turn.run_id, "session_id": self._turn.session_id or "",
-                "tool_call_id": call_id, "step_number": call.step, "created_at": utcnow(),
+                "id": call.row_id, "run_id": self._turn.run_id,
+                "session_id": self._turn.session_id or "", "tool_call_id": call_id,
+                "step_number": call.step, "created_at": utcnow(),
             }
         if call.finished:
             return None

@@ -101,7 +101,8 @@ async def list_runs(request: Request) -> Response:
         rows = await run_store.list_runs(db, where, limit=limit + 1, before=before)
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
+    last = rows[-1] if more and rows else None
+    next_cursor = encode_cursor(last.created_at.isoformat(), last.id) if last else None
     return JSONResponse({"data": [run_view(r) for r in rows], "nextCursor": next_cursor})
 
 
@@ -115,7 +116,9 @@ async def run_messages(request: Request) -> Response:
     assert limit is not None
     after = _seq_cursor(request)
     partial = bool(query_bool(request, "partial"))
-    where = message_store.MessageFilter(after=after, run_id=run.id, partial=None if partial else False)
+    where = message_store.MessageFilter(
+        after=after, run_id=run.id, partial=None if partial else False
+    )
     async with app_state(request).db.read() as db:
         rows = await message_store.list_messages(db, run.session_id, where, limit=limit + 1)
     more = len(rows) > limit
@@ -172,19 +175,22 @@ async def resume(request: Request) -> Response:
         raise ApiError.validation("maxSteps must be a positive integer.", field="maxSteps")
     text = require_str(body, "text", optional=True) or "Continue where you left off."
     if run.status not in ("paused", "interrupted"):
-        raise ApiError(409, "run_not_paused", f"The run is {run.status}; only paused or interrupted runs resume.")
+        raise ApiError(409, "run_not_paused",
+                       f"The run is {run.status}; only paused or interrupted runs resume.")
     async with state.db.read() as db:
         later = await run_store.resumed_by(db, run.id)
         # The run's own count, or its last booked step if the server died before it
         # could close the run: the next step never reuses a number.
         steps = max(run.step_count, await run_store.last_step(db, run.id))
     if later is not None:
-        raise ApiError(409, "run_not_paused", f"The run was already resumed by run {later.id}; resume that one.",
+        raise ApiError(409, "run_not_paused",
+                       f"The run was already resumed by run {later.id}; resume that one.",
                        {"resumedBy": later.id})
     cap = state.settings.max_total_steps_per_run
     if steps >= cap:
         raise ApiError(409, "step_limit_reached",
-                       f"The run has used {steps} of its {cap} cumulative steps.", {"limit": cap, "stepCount": steps})
+                       f"The run has used {steps} of its {cap} cumulative steps.",
+                       {"limit": cap, "stepCount": steps})
     new_id = await state.hub.prompt(
         run.session_id, text, max_steps=min(max_steps, cap - steps),
         step_base=steps, resumed_from=run.id, parent_run_id=run.parent_run_id,

@@ -18,8 +18,10 @@ import sys
 import uuid
 from typing import Any
 
-OPTIONS = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-           {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
 
 
 class Cancelled(Exception):
@@ -37,7 +39,9 @@ class Agent:
         sys.stdout.flush()
 
     def update(self, update: dict[str, Any]) -> None:
-        self.send({"method": "session/update", "params": {"sessionId": self.session_id, "update": update}})
+        self.send(
+            {"method": "session/update", "params": {"sessionId": self.session_id, "update": update}}
+        )
 
     def tool(self, call_id: str, **fields: Any) -> None:
         kind = "tool_call" if fields.get("status") == "pending" else "tool_call_update"
@@ -47,9 +51,19 @@ class Agent:
         """Ask permission and read stdin until the answer (or a cancel) comes."""
         self.next_id += 1
         ident = self.next_id
-        tool_call = {"toolCallId": call_id, "title": f"Gate {call_id}", "kind": "execute", "status": "pending"}
-        self.send({"id": ident, "method": "session/request_permission",
-                   "params": {"sessionId": self.session_id, "toolCall": tool_call, "options": OPTIONS}})
+        tool_call = {
+            "toolCallId": call_id,
+            "title": f"Gate {call_id}",
+            "kind": "execute",
+            "status": "pending",
+        }
+        self.send(
+            {
+                "id": ident,
+                "method": "session/request_permission",
+                "params": {"sessionId": self.session_id, "toolCall": tool_call, "options": OPTIONS},
+            }
+        )
         for line in sys.stdin:
             message = json.loads(line)
             if message.get("method") == "session/cancel":
@@ -65,7 +79,13 @@ class Agent:
         for i in range(1, batches + 1):
             for j in range(1, size + 1):
                 call_id = f"b{i}_{j}"
-                self.tool(call_id, status="pending", title=f"Batch {i}", kind="read", rawInput={"i": i, "j": j})
+                self.tool(
+                    call_id,
+                    status="pending",
+                    title=f"Batch {i}",
+                    kind="read",
+                    rawInput={"i": i, "j": j},
+                )
                 self.tool(call_id, status="in_progress")
                 self.tool(call_id, status="completed", rawOutput={"i": i, "j": j})
             gate = f"gate_{i}"
@@ -76,32 +96,57 @@ class Agent:
     def prompt(self, ident: Any, params: dict[str, Any]) -> None:
         self.turns += 1
         n = self.turns
-        text = " ".join(b.get("text", "") for b in params.get("prompt") or [] if isinstance(b, dict)).split()
+        text = " ".join(
+            b.get("text", "") for b in params.get("prompt") or [] if isinstance(b, dict)
+        ).split()
         stop = "end_turn"
         try:
             if len(text) == 3 and text[0] == "gated":
                 self.gated(int(text[1]), int(text[2]))
         except Cancelled:
             stop = "cancelled"
-        self.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"turn {n}"}})
+        self.update(
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": f"turn {n}"},
+            }
+        )
         usage = {"inputTokens": 100 * n, "outputTokens": 10 * n, "totalTokens": 110 * n}
         self.send({"id": ident, "result": {"stopReason": stop, "usage": usage}})
 
     def serve(self) -> int:
         for line in sys.stdin:
             message = json.loads(line)
-            method, ident, params = message.get("method"), message.get("id"), message.get("params") or {}
+            method, ident, params = (
+                message.get("method"),
+                message.get("id"),
+                message.get("params") or {},
+            )
             if ident is None or method is None:
                 continue  # notifications and stray answers
             if method == "initialize":
-                self.send({"id": ident, "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
+                self.send(
+                    {
+                        "id": ident,
+                        "result": {
+                            "protocolVersion": 1,
+                            "agentCapabilities": {},
+                            "authMethods": [],
+                        },
+                    }
+                )
             elif method == "session/new":
                 self.session_id = str(uuid.uuid4())
                 self.send({"id": ident, "result": {"sessionId": self.session_id}})
             elif method == "session/prompt":
                 self.prompt(ident, params)
             else:
-                self.send({"id": ident, "error": {"code": -32601, "message": f"Method not found: {method}"}})
+                self.send(
+                    {
+                        "id": ident,
+                        "error": {"code": -32601, "message": f"Method not found: {method}"},
+                    }
+                )
         return 0
 
 

@@ -12,6 +12,7 @@ from tests.helpers import is_type, messages, run_ended, wait_for_message
 
 __all__ = [
     "all_pages",
+    "demo_repo",
     "finished_run",
     "get_ok",
     "hold_for",
@@ -19,6 +20,11 @@ __all__ = [
     "permission_message",
     "tool_calls",
 ]
+
+
+def demo_repo(client: TestClient) -> str:
+    repos = client.get("/api/repos").json()["repos"]
+    return str(next(r["id"] for r in repos if r["name"] == "demo"))
 
 
 def get_ok(client: TestClient, url: str, **params: Any) -> dict[str, Any]:
@@ -44,7 +50,11 @@ def page(client: TestClient, url: str, **params: Any) -> tuple[list[dict[str, An
 
 
 def all_pages(
-    client: TestClient, url: str, limit: int, between: Callable[[int], None] | None = None, **params: Any
+    client: TestClient,
+    url: str,
+    limit: int,
+    between: Callable[[int], None] | None = None,
+    **params: Any,
 ) -> list[dict[str, Any]]:
     """Every row by following nextCursor; ``between(i)`` runs after page i is read."""
     rows: list[dict[str, Any]] = []

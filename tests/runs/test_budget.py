@@ -15,22 +15,27 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from tests.helpers import create_session, demo_command, is_type, live_agent_pid, messages, pid_gone, prompt
-from tests.helpers import wait_for_message
-from tests.runs.support import finished_run, get_ok, permission_message, tool_calls
+from tests.helpers import (
+    create_session,
+    demo_command,
+    is_type,
+    live_agent_pid,
+    messages,
+    pid_gone,
+    prompt,
+    run_ended,
+    wait_for_message,
+)
+from tests.runs.support import demo_repo, finished_run, get_ok, permission_message, tool_calls
 
 FINISHED = {"completed", "error", "cancelled"}
-
-
-def demo_repo(client: TestClient) -> str:
-    return next(r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo")
 
 
 def resume(client: TestClient, run_id: str, status: int = 202, **body: Any) -> dict[str, Any]:
@@ -67,13 +72,17 @@ def test_run_pauses_when_its_tool_calls_reach_max_steps(make_settings: Callable[
         calls = check_steps(client, run, 0)
         assert [c["status"] for c in calls[:3]] == ["completed", "completed", "error"]
         assert calls[3]["status"] in ("completed", "cancelled")
-        run_end = wait_for_message(client, session["id"], is_type("run", runId=run["id"], status="paused"))
+        run_end = wait_for_message(
+            client, session["id"], is_type("run", runId=run["id"], status="paused")
+        )
         assert run_end["stepNumber"] == run["stepCount"]
         # The session stays usable: the run is over, nothing waits.
         assert get_ok(client, f"/api/sessions/{session['id']}")["activeRunId"] is None
 
 
-def test_max_steps_resumes_twice_with_cumulative_step_numbers(make_settings: Callable[..., Any]) -> None:
+def test_max_steps_resumes_twice_with_cumulative_step_numbers(
+    make_settings: Callable[..., Any],
+) -> None:
     with TestClient(create_app(make_settings(AGENT_MAX_STEPS=4))) as client:
         session = create_session(client, demo_repo(client))
         first = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
@@ -81,7 +90,11 @@ def test_max_steps_resumes_twice_with_cumulative_step_numbers(make_settings: Cal
 
         accepted = resume(client, first["id"], text="tools 10")
         assert accepted["id"] != first["id"]
-        assert (accepted["status"], accepted["resumedFrom"], accepted["maxSteps"]) == ("running", first["id"], 4)
+        assert (accepted["status"], accepted["resumedFrom"], accepted["maxSteps"]) == (
+            "running",
+            first["id"],
+            4,
+        )
         assert accepted["stepCount"] == first["stepCount"]  # cumulative: starts where it paused
         assert (accepted["sessionId"], accepted["parentRunId"]) == (session["id"], None)
         second = finished_run(client, session["id"], accepted["id"])
@@ -104,7 +117,9 @@ def test_resume_takes_its_own_max_steps(make_settings: Callable[..., Any]) -> No
     with TestClient(create_app(make_settings(AGENT_MAX_STEPS=3))) as client:
         session = create_session(client, demo_repo(client))
         first = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
-        second = finished_run(client, session["id"], resume(client, first["id"], maxSteps=2, text="tools 10")["id"])
+        second = finished_run(
+            client, session["id"], resume(client, first["id"], maxSteps=2, text="tools 10")["id"]
+        )
         assert (second["status"], second["maxSteps"]) == ("paused", 2)
         assert second["stepCount"] >= first["stepCount"] + 2
         check_steps(client, second, first["stepCount"])
@@ -115,7 +130,9 @@ def test_resume_takes_its_own_max_steps(make_settings: Callable[..., Any]) -> No
 
 
 def test_resume_is_refused_at_the_cumulative_cap(make_settings: Callable[..., Any]) -> None:
-    with TestClient(create_app(make_settings(AGENT_MAX_STEPS=4, MAX_TOTAL_STEPS_PER_RUN=6))) as client:
+    with TestClient(
+        create_app(make_settings(AGENT_MAX_STEPS=4, MAX_TOTAL_STEPS_PER_RUN=6))
+    ) as client:
         session = create_session(client, demo_repo(client))
         run = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
         chain = [run]
@@ -147,7 +164,9 @@ def test_only_paused_or_interrupted_runs_resume(client: TestClient, demo_repo_id
     refused(client, failed["id"], 409, "run_not_paused")
 
 
-def test_a_paused_run_resumes_once_and_not_over_a_running_turn(make_settings: Callable[..., Any]) -> None:
+def test_a_paused_run_resumes_once_and_not_over_a_running_turn(
+    make_settings: Callable[..., Any],
+) -> None:
     with TestClient(create_app(make_settings(AGENT_MAX_STEPS=2))) as client:
         session = create_session(client, demo_repo(client))
         paused = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
@@ -156,7 +175,9 @@ def test_a_paused_run_resumes_once_and_not_over_a_running_turn(make_settings: Ca
         refused(client, paused["id"], 409, "turn_in_progress")
         assert client.post(f"/api/sessions/{session['id']}/cancel").status_code == 202
         finished_run(client, session["id"], busy)
-        resumed = finished_run(client, session["id"], resume(client, paused["id"], text="tools 1")["id"])
+        resumed = finished_run(
+            client, session["id"], resume(client, paused["id"], text="tools 1")["id"]
+        )
         assert resumed["status"] == "completed"
         # A second resume of the same run would fork its step numbers: refused.
         error = refused(client, paused["id"], 409, "run_not_paused")
@@ -164,7 +185,9 @@ def test_a_paused_run_resumes_once_and_not_over_a_running_turn(make_settings: Ca
         complete = client.post(f"/api/sessions/{session['id']}/complete")
         assert complete.status_code == 200, complete.text
         other = create_session(client, demo_repo(client))
-        paused_elsewhere = finished_run(client, other["id"], prompt(client, other["id"], "tools 10"))
+        paused_elsewhere = finished_run(
+            client, other["id"], prompt(client, other["id"], "tools 10")
+        )
         assert client.delete(f"/api/sessions/{other['id']}").status_code == 200
         refused(client, paused_elsewhere["id"], 409, "session_not_active")
 
@@ -191,9 +214,14 @@ def test_interrupted_run_resumes_on_a_new_server(make_settings: Callable[..., An
         assert run["status"] == "completed"
         assert live_agent_pid(client, session["id"]) != old_pid
         assert [c["stepNumber"] for c in tool_calls(client, run["id"])] == [1]
-        reply = [m["content"]["text"] for m in messages(client, session["id"])
-                 if m["runId"] == run["id"] and m["role"] == "agent" and m["content"]["type"] == "text"
-                 and not m["content"]["partial"]]
+        reply = [
+            m["content"]["text"]
+            for m in messages(client, session["id"])
+            if m["runId"] == run["id"]
+            and m["role"] == "agent"
+            and m["content"]["type"] == "text"
+            and not m["content"]["partial"]
+        ]
         assert "slow 50" in reply[-1] and "tools 2" in reply[-1]  # the conversation came along
 
 
@@ -216,11 +244,17 @@ def test_resume_restarts_a_gone_agent_and_restores_its_session(
         assert session["id"] not in client.app.state.agent_sessions.hub.live  # type: ignore[attr-defined]
         accepted = resume(client, paused["id"], text="history")
         run = finished_run(client, session["id"], accepted["id"])
-        assert (run["status"], run["resumedFrom"], run["stepCount"]) == ("completed", paused["id"], paused["stepCount"])
+        assert (run["status"], run["resumedFrom"], run["stepCount"]) == (
+            "completed",
+            paused["id"],
+            paused["stepCount"],
+        )
         assert live_agent_pid(client, session["id"]) != old_pid
         assert "History: tools 10" in run["summary"]  # the new agent knows the earlier turn
         again = finished_run(client, session["id"], prompt(client, session["id"], "tools 1"))
-        assert again["stepCount"] == 1 and again["resumedFrom"] is None  # a new prompt is a new chain
+        assert (
+            again["stepCount"] == 1 and again["resumedFrom"] is None
+        )  # a new prompt is a new chain
 
 
 @pytest.mark.slow
@@ -232,8 +266,11 @@ def test_run_cut_by_a_crash_resumes_after_its_last_step(live_server: Callable[..
     with httpx.Client(base_url=server.url, timeout=30) as http:
         repo = http.get("/api/repos").json()["repos"][0]["id"]
         session_id = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
-        run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "tools 3 permission"}).json()["runId"]
-        wait_for_message(http, session_id, is_type("permission", outcome=None))  # type: ignore[arg-type]
+        run_id = http.post(
+            f"/api/sessions/{session_id}/prompt", json={"text": "tools 3 permission"}
+        ).json()["runId"]
+        poll = cast(TestClient, http)  # wait_for_message only uses get()
+        wait_for_message(poll, session_id, is_type("permission", outcome=None))
         assert http.get(f"/api/agent-runs/{run_id}").json()["stepCount"] == 1
     server.process.send_signal(signal.SIGKILL)
     server.process.wait(10)
@@ -245,8 +282,7 @@ def test_run_cut_by_a_crash_resumes_after_its_last_step(live_server: Callable[..
         assert response.status_code == 202, response.text
         resumed = response.json()
         assert resumed["stepCount"] == 1
-        ended = wait_for_message(http, session_id, lambda m: m["content"]["type"] == "run"  # type: ignore[arg-type]
-                                 and m["content"]["runId"] == resumed["id"] and m["content"]["status"] != "running")
+        ended = wait_for_message(cast(TestClient, http), session_id, run_ended(resumed["id"]))
         assert ended["content"]["status"] == "completed"
         calls = http.get(f"/api/agent-runs/{resumed['id']}/tool-calls").json()["data"]
         assert [c["stepNumber"] for c in calls] == [2]

@@ -16,17 +16,49 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from tests.helpers import create_session, is_type, messages, prompt, wait_for_message
-from tests.runs.support import finished_run, get_ok, hold_for, permission_message, stored, tool_calls
+from tests.helpers import create_session, prompt
+from tests.runs.support import (
+    finished_run,
+    get_ok,
+    hold_for,
+    permission_message,
+    stored,
+    tool_calls,
+)
 
 RUN_FIELDS = {
-    "id", "sessionId", "repoId", "agentId", "status", "stopReason", "stepCount", "maxSteps",
-    "parentRunId", "resumedFrom", "summary", "errorMessage", "usage", "cost", "durationMs",
-    "createdAt", "completedAt",
+    "id",
+    "sessionId",
+    "repoId",
+    "agentId",
+    "status",
+    "stopReason",
+    "stepCount",
+    "maxSteps",
+    "parentRunId",
+    "resumedFrom",
+    "summary",
+    "errorMessage",
+    "usage",
+    "cost",
+    "durationMs",
+    "createdAt",
+    "completedAt",
 }
 TOOL_CALL_FIELDS = {
-    "id", "runId", "messageId", "toolCallId", "toolName", "kind", "input", "output", "status",
-    "durationMs", "stepNumber", "createdAt", "completedAt",
+    "id",
+    "runId",
+    "messageId",
+    "toolCallId",
+    "toolName",
+    "kind",
+    "input",
+    "output",
+    "status",
+    "durationMs",
+    "stepNumber",
+    "createdAt",
+    "completedAt",
 }
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 KINDS = ("read", "search", "execute")
@@ -43,7 +75,9 @@ def span_ms(first: str, last: str) -> float:
 
 
 def answer(client: TestClient, session_id: str, request_id: str, option: str = "allow") -> None:
-    response = client.post(f"/api/sessions/{session_id}/permissions/{request_id}", json={"optionId": option})
+    response = client.post(
+        f"/api/sessions/{session_id}/permissions/{request_id}", json={"optionId": option}
+    )
     assert response.status_code == 200, response.text
 
 
@@ -53,7 +87,11 @@ def test_run_record_after_a_tools_turn(client: TestClient, demo_repo_id: str) ->
     run = finished_run(client, session["id"], run_id)
 
     assert set(run) == RUN_FIELDS
-    final_text = [m for m in stored(client, session["id"], "text") if m["role"] == "agent" and not m["content"]["partial"]]
+    final_text = [
+        m
+        for m in stored(client, session["id"], "text")
+        if m["role"] == "agent" and not m["content"]["partial"]
+    ]
     assert run["id"] == run_id
     assert run["sessionId"] == session["id"]
     assert run["repoId"] == demo_repo_id
@@ -69,7 +107,9 @@ def test_run_record_after_a_tools_turn(client: TestClient, demo_repo_id: str) ->
     assert 0 <= run["durationMs"] <= span_ms(run["createdAt"], run["completedAt"]) + 1
     assert when(run["completedAt"]) >= when(run["createdAt"])
     # The run's own start and end messages agree with the record.
-    run_messages = [m for m in stored(client, session["id"], "run") if m["content"]["runId"] == run_id]
+    run_messages = [
+        m for m in stored(client, session["id"], "run") if m["content"]["runId"] == run_id
+    ]
     assert [m["content"]["status"] for m in run_messages] == ["running", "completed"]
     assert run_messages[-1]["content"]["durationMs"] == run["durationMs"]
 
@@ -128,7 +168,12 @@ def test_single_tool_call_endpoint_returns_the_full_json(
         assert set(one) == TOOL_CALL_FIELDS
         assert one == listed  # the list shows the same record
     one = get_ok(client, f"/api/agent-runs/{run_id}/tool-calls/{write['id']}")
-    assert (one["toolCallId"], one["toolName"], one["kind"], one["stepNumber"]) == ("call_2", "Write notes.txt", "edit", 2)
+    assert (one["toolCallId"], one["toolName"], one["kind"], one["stepNumber"]) == (
+        "call_2",
+        "Write notes.txt",
+        "edit",
+        2,
+    )
     assert one["input"] == {"path": path, "content": big}  # whole, not shortened
     assert (one["status"], one["output"]) == ("completed", {"bytes": 20000})
     readme = (workspace_root / "demo" / "README.md").read_text()
@@ -136,7 +181,9 @@ def test_single_tool_call_endpoint_returns_the_full_json(
     assert read["output"] == {"bytes": len(readme.encode()), "lines": len(readme.splitlines())}
 
 
-def test_permission_wait_is_not_part_of_a_tool_duration(client: TestClient, demo_repo_id: str) -> None:
+def test_permission_wait_is_not_part_of_a_tool_duration(
+    client: TestClient, demo_repo_id: str
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "tools 3 permission")
     asked = permission_message(client, session["id"])
@@ -163,14 +210,20 @@ def test_permission_wait_is_not_part_of_a_duration_when_no_update_came_first(
     answer(client, session["id"], asked["content"]["requestId"])
     finished_run(client, session["id"], run_id)
     [call] = tool_calls(client, run_id)
-    assert (call["toolCallId"], call["toolName"], call["status"]) == ("call_bare", "Run echo hello", "completed")
+    assert (call["toolCallId"], call["toolName"], call["status"]) == (
+        "call_bare",
+        "Run echo hello",
+        "completed",
+    )
     assert call["input"] == {"command": ["echo", "hello"]}
     assert call["output"] == {"exitCode": 0, "output": "hello\n"}
     assert span_ms(call["createdAt"], call["completedAt"]) >= waited * 1000 - 2
     assert call["durationMs"] < waited * 1000 / 4, call
 
 
-def test_cancelled_turn_marks_its_unfinished_calls_cancelled(client: TestClient, demo_repo_id: str) -> None:
+def test_cancelled_turn_marks_its_unfinished_calls_cancelled(
+    client: TestClient, demo_repo_id: str
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "tools 3 permission")
     permission_message(client, session["id"])
@@ -185,7 +238,10 @@ def test_cancelled_turn_marks_its_unfinished_calls_cancelled(client: TestClient,
     assert call["completedAt"] is not None
     assert call["durationMs"] < waited * 1000 / 4  # it never ran; it waited on a person
     message = get_ok(client, f"/api/agent-runs/{run_id}/messages/{call['messageId']}")
-    assert (message["content"]["toolCallId"], message["content"]["status"]) == ("call_1", "cancelled")
+    assert (message["content"]["toolCallId"], message["content"]["status"]) == (
+        "call_1",
+        "cancelled",
+    )
 
 
 def test_failed_run_has_an_error_message(client: TestClient, demo_repo_id: str) -> None:
@@ -202,7 +258,11 @@ def test_summary_is_the_final_agent_text_shortened(client: TestClient, demo_repo
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "huge-line 5000")
     run = finished_run(client, session["id"], run_id)
-    final = [m for m in stored(client, session["id"], "text") if m["role"] == "agent" and not m["content"]["partial"]]
+    final = [
+        m
+        for m in stored(client, session["id"], "text")
+        if m["role"] == "agent" and not m["content"]["partial"]
+    ]
     text = final[-1]["content"]["text"]
     assert len(text) > 5000
     assert run["summary"] and 0 < len(run["summary"]) <= 501
@@ -213,12 +273,17 @@ def usage_costs(client: TestClient, session_id: str) -> list[float]:
     return [float(m["content"]["cost"]["amount"]) for m in stored(client, session_id, "usage")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: server/live_session.py builds Turn without the agent's cumulative cost before "
-    "the run, so Turn.cost() measures from the run's first usage_update; the demo (like "
-    "most agents) sends one per turn, so every run's cost is 0.0"
-))
-def test_cost_is_the_change_of_the_cumulative_cost_over_the_run(client: TestClient, demo_repo_id: str) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/live_session.py builds Turn without the agent's cumulative cost before "
+        "the run, so Turn.cost() measures from the run's first usage_update; the demo (like "
+        "most agents) sends one per turn, so every run's cost is 0.0"
+    ),
+)
+def test_cost_is_the_change_of_the_cumulative_cost_over_the_run(
+    client: TestClient, demo_repo_id: str
+) -> None:
     session = create_session(client, demo_repo_id)
     first = finished_run(client, session["id"], prompt(client, session["id"], "tools 2"))
     second = finished_run(client, session["id"], prompt(client, session["id"], "tools 4"))
@@ -229,11 +294,14 @@ def test_cost_is_the_change_of_the_cumulative_cost_over_the_run(client: TestClie
     assert second["cost"]["amount"] == pytest.approx(after_second - after_first)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: server/live_session.py _finish_turn takes the summary from "
-    "Translator.last_text, which start_turn never resets: a run whose agent said "
-    "nothing gets the previous run's text as its summary"
-))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/live_session.py _finish_turn takes the summary from "
+        "Translator.last_text, which start_turn never resets: a run whose agent said "
+        "nothing gets the previous run's text as its summary"
+    ),
+)
 def test_run_without_agent_text_has_no_summary_even_after_one_with_text(
     client: TestClient, demo_repo_id: str
 ) -> None:
@@ -251,7 +319,9 @@ def test_run_without_agent_text_has_no_summary_even_after_one_with_text(
 def test_usage_comes_from_the_prompt_result(make_settings: Any) -> None:
     command = f"{sys.executable} {Path(__file__).with_name('script_agent.py')}"
     with TestClient(create_app(make_settings(AGENT_COMMAND=command))) as client:
-        repo_id = next(r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo")
+        repo_id = next(
+            r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo"
+        )
         session = create_session(client, repo_id)
         first = finished_run(client, session["id"], prompt(client, session["id"], "one"))
         second = finished_run(client, session["id"], prompt(client, session["id"], "two"))

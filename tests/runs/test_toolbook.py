@@ -3,6 +3,7 @@ permission waits, the row writes they hand to the writer, and the run's cost."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,13 +39,21 @@ class Db:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(turn_module.time, "monotonic", fake)
+    # Only server.turn's clock: anyio and the rest keep the real one.
+    monkeypatch.setattr(turn_module, "time", SimpleNamespace(monotonic=fake))
     return fake
 
 
 def tool(call_id: str, status: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "tool", "toolCallId": call_id, "tool": f"T {call_id}", "kind": "read",
-            "status": status, "args": {"id": call_id}, "result": extra.get("result")}
+    return {
+        "type": "tool",
+        "toolCallId": call_id,
+        "tool": f"T {call_id}",
+        "kind": "read",
+        "status": status,
+        "args": {"id": call_id},
+        "result": extra.get("result"),
+    }
 
 
 async def book(turn: Turn, db: Db, call_id: str, status: str, **extra: Any) -> bool:
@@ -64,8 +73,15 @@ async def test_steps_continue_from_the_base_and_the_run_step_count_follows(clock
     await book(turn, db, "a", "pending")
     await book(turn, db, "b", "pending")
     await book(turn, db, "a", "in_progress")
-    rows = [values for name, values in db.writes if name == ToolCall.__tablename__ and "step_number" in values]
-    assert [(r["tool_call_id"], r["step_number"], r["run_id"]) for r in rows] == [("a", 46, "run-1"), ("b", 47, "run-1")]
+    rows = [
+        values
+        for name, values in db.writes
+        if name == ToolCall.__tablename__ and "step_number" in values
+    ]
+    assert [(r["tool_call_id"], r["step_number"], r["run_id"]) for r in rows] == [
+        ("a", 46, "run-1"),
+        ("b", 47, "run-1"),
+    ]
     steps = [values["step_count"] for name, values in db.writes if name == Run.__tablename__]
     assert steps == [46, 47]  # the run's stepCount is kept true as calls appear
     assert (turn.step_number, turn.over_budget()) == (47, False)
@@ -114,7 +130,9 @@ async def test_a_permission_asked_before_any_update_is_left_out(clock: Clock) ->
     assert last_write(db, ToolCall.__tablename__)["duration_ms"] == 50
 
 
-async def test_a_call_cancelled_while_waiting_on_permission_has_no_wait_in_its_duration(clock: Clock) -> None:
+async def test_a_call_cancelled_while_waiting_on_permission_has_no_wait_in_its_duration(
+    clock: Clock,
+) -> None:
     turn, db = Turn("r", max_steps=10), Db()
     await book(turn, db, "a", "pending")
     turn.tools.permission_asked("a")
