@@ -19,7 +19,7 @@ from typing import Any
 from .commands import Command
 from .turn import Turn, text_block
 
-__all__ = ["TOOL_CALL_ID", "parse_stamp", "run"]
+__all__ = ["TOOL_CALL_ID", "make_update", "parse_stamp", "run"]
 
 TOOL_CALL_ID = "call_flood"
 _TEXT_BYTES = 100
@@ -37,7 +37,7 @@ async def run(turn: Turn, command: Command) -> str:
             if delay > 0:
                 await asyncio.sleep(delay)
         stamp: dict[str, Any] = {"t": 0.0, "i": i}
-        update = _tool_update(i, count) if tool else _text_update(i, count)
+        update = make_update("tool" if tool else "text", i, count)
         update["_meta"] = {"demo": stamp}
         await turn.update(update, flush=rate is not None, stamp=stamp)
     if tool:
@@ -56,6 +56,12 @@ def parse_stamp(text: str) -> tuple[float, int] | None:
         return float(t), int(i.removeprefix("i="))
     except ValueError:
         return None
+
+
+def make_update(kind: str, i: int, count: int) -> dict[str, Any]:
+    """Flood update ``i`` of ``count`` (``kind`` is ``text`` or ``tool``), stamped now;
+    without ``_meta`` (the benchmark builds the same rows with it)."""
+    return _tool_update(i, count) if kind == "tool" else _text_update(i, count)
 
 
 def _prefix(i: int, count: int) -> str:

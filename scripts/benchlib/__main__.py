@@ -1,0 +1,46 @@
+"""``python -m benchlib [--quick] [--out DIR]``: run the suite, print the table, write
+``latest.json`` and ``latest.md`` (with ``notes.md`` from the same folder appended)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from benchlib.procs import ROOT
+from benchlib.report import table, write
+from benchlib.suite import FULL, QUICK, run_suite
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that everything works")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
+                        help="where latest.json and latest.md go (default: bench/results)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, databases)")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-bench-"))
+
+    def log(text: str) -> None:
+        print(f"==> {text}", file=sys.stderr, flush=True)
+
+    log(f"working in {workdir}")
+    try:
+        results = run_suite(QUICK if args.quick else FULL, workdir, log)
+    except Exception:
+        log(f"failed; logs kept in {workdir}")
+        raise
+    print(table(results))
+    json_path, md_path = write(results, args.out, args.out / "notes.md")
+    log(f"wrote {json_path} and {md_path}")
+    if args.keep or results["problems"]:
+        log(f"logs kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if results["problems"] or results["processes_left"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

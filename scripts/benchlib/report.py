@@ -1,0 +1,163 @@
+"""Results → the summary rows (figure, limit, ratio, target), the table, Markdown, JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["rows", "table", "targets", "write"]
+
+TARGET_INGEST_TEXT = 20_000
+TARGET_INGEST_RATIO = 0.3
+TARGET_P99_MS_AT_1000 = 25.0
+TARGET_FANOUT_RATIO = 0.5
+TARGET_RSS_MB = 2.0
+TARGET_STARTUP_S = 1.5
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    if digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def _x(value: float | None, limit: float | None) -> str:
+    if value is None or not limit:
+        return "–"
+    return f"{value / limit:.2f}×"
+
+
+def _lat(d: dict[str, Any] | None) -> str:
+    if not d or d.get("p50") is None:
+        return "–"
+    return f"{d['p50']:.2f} / {d['p99']:.2f} / {d['max']:.1f}"
+
+
+def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target with its measured value and whether it is met."""
+    text = r["ingest"]["text"]
+    sqlite_text = r["limits"]["sqlite_text"]["rows_per_s"]
+    p99 = r["latency"].get("1000", {}).get("server", {}).get("latency_ms") or {}
+    fan = r["fanout"].get("100") or r["fanout"][max(r["fanout"], key=int)]
+    fan_ratio = (fan["server"]["deliveries_per_s"] or 0) / (fan["bare"]["deliveries_per_s"] or 1)
+    out = [
+        {"target": f"ingest ≥ {TARGET_INGEST_TEXT:,} text updates/s", "value": text["updates_per_s"],
+         "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_TEXT},
+        {"target": f"ingest ≥ {TARGET_INGEST_RATIO} × raw sqlite3 (same run)",
+         "value": (text["updates_per_s"] or 0) / sqlite_text,
+         "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_RATIO * sqlite_text},
+        {"target": f"p99 ≤ {TARGET_P99_MS_AT_1000:g} ms at 1 000 updates/s", "value": p99.get("p99"),
+         "met": p99.get("p99") is not None and p99["p99"] <= TARGET_P99_MS_AT_1000},
+        {"target": f"fan-out to {fan['server']['viewers']} viewers ≥ {TARGET_FANOUT_RATIO} × bare broadcast",
+         "value": fan_ratio, "met": fan_ratio >= TARGET_FANOUT_RATIO},
+        {"target": f"RSS growth ≤ {TARGET_RSS_MB:g} MB per session ({r['scale']['sessions']} sessions)",
+         "value": r["scale"]["rss_growth_per_session_mb"],
+         "met": r["scale"]["rss_growth_per_session_mb"] <= TARGET_RSS_MB},
+        {"target": f"start-up ≤ {TARGET_STARTUP_S:g} s (median)", "value": r["startup"]["median_s"],
+         "met": r["startup"]["median_s"] <= TARGET_STARTUP_S},
+    ]
+    return out
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(figure, value, limit measured in the same run, value ÷ limit, server CPU)."""
+    lim = r["limits"]
+    out: list[tuple[str, str, str, str, str]] = []
+    for kind, label in (("text", "text chunks ~100 B"), ("tool", "tool updates ~5 KB")):
+        ing = r["ingest"][kind]
+        sqlite = lim[f"sqlite_{kind}"]["rows_per_s"]
+        out.append((f"ingest, {label} (updates/s, stored + delivered)", _num(ing["updates_per_s"]),
+                    f"raw sqlite3 {_num(sqlite)} rows/s", _x(ing["updates_per_s"], sqlite),
+                    f"{ing['cpu_us_per_update']:.0f} µs/update"))
+        out.append((f"  same through the bare relay (no storage)", _num(ing["bare_updates_per_s"]),
+                    "", "", f"agent writes {_num(ing['producer_per_s'])}/s"))
+    for rate, data in r["latency"].items():
+        server, bare = data["server"], data["bare"]
+        sl, bl = server["latency_ms"] or {}, bare["latency_ms"] or {}
+        out.append((f"latency at {int(rate):,}/s, p50 / p99 / max (ms)", _lat(sl),
+                    f"bare relay {_lat(bl)}", f"p99 {_x(sl.get('p99'), bl.get('p99'))}",
+                    f"{server['cpu_us_per_update']:.0f} µs/update"))
+    for viewers, data in r["fanout"].items():
+        server, bare = data["server"], data["bare"]
+        out.append((f"fan-out to {viewers} viewer{'s' if viewers != '1' else ''} (deliveries/s)",
+                    _num(server["deliveries_per_s"]), f"bare broadcast {_num(bare['deliveries_per_s'])}",
+                    _x(server["deliveries_per_s"], bare["deliveries_per_s"]),
+                    f"{server['cpu_us_per_delivery']:.1f} µs/delivery (bare {bare['cpu_us_per_delivery']:.1f})"))
+    sc = r["scale"]
+    agent = lim["agent_start_s"]
+    out.append((f"scale: create latency p50 / p99 (ms), {sc['sessions']} sessions",
+                f"{sc['create_ms']['p50']:.0f} / {sc['create_ms']['p99']:.0f}",
+                f"demo agent start {agent['p50'] * 1e3:.0f} ms", _x(sc["create_ms"]["p50"], agent["p50"] * 1e3), ""))
+    out.append(("scale: server RSS idle → 1 → all sessions (MB)",
+                f"{sc['rss_idle_mb']:.0f} → {sc['rss_one_session_mb']:.0f} → {sc['rss_all_mb']:.0f}", "", "",
+                f"agents {sc['agent_rss_each_mb']:.1f} MB RSS each"))
+    out.append(("scale: server RSS growth per session (MB)", f"{sc['rss_growth_per_session_mb']:.2f}", "", "", ""))
+    out.append((f"scale: CPU when idle, {sc['sessions']} live sessions (% of a core)",
+                f"{sc['idle_cpu_percent']:.1f}", "", "", f"agents {sc['agents_idle_cpu_percent']:.1f} % in all"))
+    st = r["startup"]
+    out.append(("start-up: process start → /readyz (s, median)", f"{st['median_s']:.2f}",
+                f"bare uvicorn {st['bare_median_s']:.2f}", _x(st["median_s"], st["bare_median_s"]),
+                f"max {st['max_s']:.2f}"))
+    return out
+
+
+def table(r: dict[str, Any]) -> str:
+    header = ("figure", "value", "limit (same run)", "÷ limit", "notes")
+    body = rows(r)
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+
+    lines = [line(header), line(tuple("-" * w for w in widths)), *(line(row) for row in body), ""]
+    for t in targets(r):
+        value = t["value"]
+        shown = "–" if value is None else (f"{value:,.2f}" if value < 100 else f"{value:,.0f}")
+        lines.append(f"[{'met ' if t['met'] else 'MISS'}] {t['target']}: {shown}")
+    if r.get("problems"):
+        lines.append("")
+        lines.extend(f"problem: {p}" for p in r["problems"])
+    return "\n".join(lines)
+
+
+def markdown(r: dict[str, Any], notes: str = "") -> str:
+    meta = r["meta"]
+    out = [
+        "# Benchmark results",
+        "",
+        f"`./scripts/bench` on {meta['time']}: {meta['cpus']} CPUs, Python {meta['python']}, "
+        f"load average {meta['loadavg_before'][0]:.2f} before and {meta['loadavg_after'][0]:.2f} after, "
+        f"{meta['seconds']:.0f} s in all.",
+        "",
+        "| figure | value | limit (same run) | ÷ limit | notes |",
+        "|---|---|---|---|---|",
+    ]
+    out += [f"| {' | '.join(cell.replace('|', '/') or ' ' for cell in row)} |" for row in rows(r)]
+    out += ["", "| target | value | met |", "|---|---|---|"]
+    for t in targets(r):
+        value = t["value"]
+        shown = "–" if value is None else (f"{value:,.2f}" if value < 100 else f"{value:,.0f}")
+        out.append(f"| {t['target']} | {shown} | {'yes' if t['met'] else '**no**'} |")
+    st = r.get("store") or {}
+    if st.get("commits"):
+        out += ["", f"Store over the ingest/latency/fan-out run: {st['commits']:.0f} commits, "
+                f"{st['rows_per_commit']:.1f} rows per commit on average, {st['mean_commit_ms']:.2f} ms mean commit."]
+    if r.get("problems"):
+        out += ["", "Problems seen in this run:", *(f"- {p}" for p in r["problems"])]
+    if notes:
+        out += ["", notes.strip()]
+    return "\n".join(out) + "\n"
+
+
+def write(r: dict[str, Any], directory: Path, notes_file: Path | None = None) -> tuple[Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    r = {**r, "targets": targets(r)}
+    json_path = directory / "latest.json"
+    json_path.write_text(json.dumps(r, indent=1, default=str) + "\n")
+    notes = notes_file.read_text() if notes_file is not None and notes_file.is_file() else ""
+    md_path = directory / "latest.md"
+    md_path.write_text(markdown(r, notes))
+    return json_path, md_path
