@@ -22,6 +22,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
+from store import runs as run_store
 from tests.helpers import (
     create_session,
     demo_command,
@@ -113,16 +114,25 @@ def test_max_steps_resumes_twice_with_cumulative_step_numbers(
         assert third["stepCount"] == second["stepCount"] + 1 == read["stepNumber"]
 
 
-def test_resume_takes_its_own_max_steps(make_settings: Callable[..., Any]) -> None:
+def test_resume_takes_its_own_max_steps_and_keeps_the_parent(
+    make_settings: Callable[..., Any],
+) -> None:
     with TestClient(create_app(make_settings(AGENT_MAX_STEPS=3))) as client:
-        session = create_session(client, demo_repo(client))
-        first = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
-        second = finished_run(
-            client, session["id"], resume(client, first["id"], maxSteps=2, text="tools 10")["id"]
+        parent_session = create_session(client, demo_repo(client))
+        parent = finished_run(
+            client, parent_session["id"], prompt(client, parent_session["id"], "hi")
         )
+        session = create_session(client, demo_repo(client), parentRunId=parent["id"])
+        first = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
+        assert (first["status"], first["parentRunId"]) == ("paused", parent["id"])
+        accepted = resume(client, first["id"], maxSteps=2, text="tools 10")
+        second = finished_run(client, session["id"], accepted["id"])
         assert (second["status"], second["maxSteps"]) == ("paused", 2)
+        assert second["parentRunId"] == parent["id"]  # a sub-agent's resumed run stays its child
         assert second["stepCount"] >= first["stepCount"] + 2
         check_steps(client, second, first["stepCount"])
+        children = get_ok(client, "/api/agent-runs", parentRunId=parent["id"])["data"]
+        assert [r["id"] for r in children] == [second["id"], first["id"]]
         for bad in (0, -1, "2", True, 1.5):
             refused(client, second["id"], 422, "validation_error", maxSteps=bad)
         for bad_text in ("", "   ", 5):
@@ -146,6 +156,31 @@ def test_resume_is_refused_at_the_cumulative_cap(make_settings: Callable[..., An
         error = refused(client, run["id"], 409, "step_limit_reached", text="tools 10")
         assert error["details"]["limit"] == 6
         assert "6" in error["message"]
+
+
+def set_step_count(client: TestClient, run_id: str, steps: int) -> None:
+    """Move a run far along its chain without making hundreds of tool calls."""
+    database = client.app.state.agent_sessions.db  # type: ignore[attr-defined]
+
+    async def write() -> None:
+        async with database.write() as db, db.begin():
+            await run_store.update_run(db, run_id, step_count=steps)
+
+    client.portal.call(write)  # type: ignore[union-attr]
+
+
+def test_the_default_cumulative_cap_is_500(make_settings: Callable[..., Any]) -> None:
+    with TestClient(create_app(make_settings(AGENT_MAX_STEPS=3))) as client:
+        session = create_session(client, demo_repo(client))
+        paused = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
+        set_step_count(client, paused["id"], 499)
+        accepted = resume(client, paused["id"], text="tools 10")
+        assert (accepted["stepCount"], accepted["maxSteps"]) == (499, 1)  # one step left
+        last = finished_run(client, session["id"], accepted["id"])
+        assert last["status"] == "paused" and last["stepCount"] >= 500
+        assert tool_calls(client, last["id"])[0]["stepNumber"] == 500
+        error = refused(client, last["id"], 409, "step_limit_reached")
+        assert error["details"]["limit"] == 500
 
 
 def test_only_paused_or_interrupted_runs_resume(client: TestClient, demo_repo_id: str) -> None:
@@ -190,6 +225,29 @@ def test_a_paused_run_resumes_once_and_not_over_a_running_turn(
         )
         assert client.delete(f"/api/sessions/{other['id']}").status_code == 200
         refused(client, paused_elsewhere["id"], 409, "session_not_active")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/live_session.py on_permission_request books the tool call (ToolBook.record "
+        "via _stage) but never checks turn.over_budget(); only on_session_update does. A "
+        "call first named by a permission request that reaches maxSteps leaves the person "
+        "asked and the run going instead of cancelling the turn"
+    ),
+)
+def test_budget_reached_by_a_permission_request_pauses_the_run(
+    make_settings: Callable[..., Any],
+) -> None:
+    with TestClient(create_app(make_settings(AGENT_MAX_STEPS=1))) as client:
+        session = create_session(client, demo_repo(client))
+        run_id = prompt(client, session["id"], "ask-permission-bare")  # call_bare is step 1
+        try:
+            wait_for_message(client, session["id"], run_ended(run_id), timeout=2)
+        finally:
+            client.post(f"/api/sessions/{session['id']}/cancel")
+        run = finished_run(client, session["id"], run_id)
+        assert (run["status"], run["stepCount"]) == ("paused", 1)
 
 
 def test_interrupted_run_resumes_on_a_new_server(make_settings: Callable[..., Any]) -> None:
