@@ -1,0 +1,43 @@
+"""What a person does on the page, as small functions the browser tests share."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.sync_api import expect
+
+WAIT_MS = 15_000
+expect.set_options(timeout=WAIT_MS)
+
+SESSION_URL = re.compile(r"#/s/[0-9a-f-]{36}$")
+
+
+def start_session(page: Any, *, agent: str | None = None, title: str | None = None) -> str:
+    """Start a session from the sidebar form; returns its id once the prompt box is usable."""
+    expect(page.locator("#new-repo option").first).to_be_attached()
+    if agent:
+        page.select_option("#new-agent", agent)
+    if title:
+        page.fill("#new-title", title)
+    page.get_by_role("button", name="Start session").click()
+    expect(page).to_have_url(SESSION_URL)
+    expect(page.locator("#prompt-input")).to_be_enabled()
+    return str(page.url.rsplit("/", 1)[1])
+
+
+def send(page: Any, text: str) -> None:
+    box = page.locator("#prompt-input")
+    expect(box).to_be_enabled()
+    box.fill(text)
+    box.press("Enter")
+
+
+def wait_turns(page: Any, count: int) -> None:
+    """Wait until ``count`` turns have ended and the prompt box is usable again."""
+    expect(page.locator(".run-marker")).to_have_count(count)
+    expect(page.locator("#prompt-input")).to_be_enabled()
+
+
+def transcript_text(page: Any) -> str:
+    return str(page.locator(".transcript").inner_text())
