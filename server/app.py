@@ -13,8 +13,10 @@ import anyio
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Mount
-from starlette.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_bridge import become_subreaper
@@ -24,6 +26,7 @@ from server.cluster import Cluster, ForwardingMiddleware
 from server.errors import exception_handlers
 from server.hub import Hub
 from server.logs import REQUEST_ID
+from server import openapi
 from server.routes import history, ops, repos, runs, sessions, ws
 from server.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddleware
 from server.settings import Settings
@@ -61,6 +64,20 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             REQUEST_ID.reset(token)
+
+
+def ui_routes(directory: Path) -> list[Route]:
+    """The web UI: ``/`` and the files beside index.html, one path segment each, so the
+    UI never shadows an API path (unknown /api paths stay 404, wrong methods 405)."""
+    files = {p.name: p for p in directory.iterdir() if p.is_file()}
+
+    async def asset(request: Request) -> Response:
+        path = files.get(request.path_params.get("name", "index.html"))
+        if path is None:
+            raise HTTPException(404)
+        return FileResponse(path, headers={"Cache-Control": "no-cache"})
+
+    return [Route("/", asset, methods=["GET", "HEAD"]), Route("/{name}", asset, methods=["GET", "HEAD"])]
 
 
 def _prepare_paths(settings: Settings) -> None:
@@ -121,9 +138,10 @@ def create_app(settings: Settings) -> Starlette:
             with anyio.CancelScope(shield=True):
                 await db.close()
 
-    routes = [*ops.routes, *repos.routes, *history.routes, *sessions.routes, *runs.routes, *ws.routes]
+    routes = [*ops.routes, *repos.routes, *history.routes, *sessions.routes, *runs.routes, *ws.routes,
+              openapi.route()]
     if STATIC.is_dir():
-        routes.append(Mount("/", StaticFiles(directory=STATIC, html=True), name="ui"))
+        routes += ui_routes(STATIC)
     return Starlette(
         routes=routes,
         middleware=[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import subprocess
 import sys
@@ -62,7 +63,13 @@ def serve(args: argparse.Namespace) -> None:
         print(f"agent-sessions: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     setup_logging(settings.log_level, settings.log_format)
-    app = create_app(settings)
+    from server.settings import SettingsError
+
+    try:
+        app = create_app(settings)
+    except SettingsError as exc:
+        print(f"agent-sessions: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level,
         ws="websockets-sansio", ws_per_message_deflate=False,
@@ -76,7 +83,15 @@ def serve(args: argparse.Namespace) -> None:
 
 
 class _GracefulMixin:
-    """Close our WebSockets with 1001 and stop agents before uvicorn closes connections."""
+    """Close our WebSockets with 1001 and stop agents before uvicorn closes connections;
+    exit 0 after a graceful shutdown on SIGTERM or Ctrl-C (uvicorn would re-raise the
+    signal)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        with super().capture_signals():  # type: ignore[misc]
+            yield
+            self._captured_signals.clear()  # type: ignore[attr-defined]
 
     async def shutdown(self, sockets: Any = None) -> None:
         app = self.config.app  # type: ignore[attr-defined]

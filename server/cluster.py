@@ -50,7 +50,9 @@ CHANNEL = "agent_sessions"
 FORWARDED = "x-agent-sessions-forwarded"
 SECRET = "x-cluster-secret"
 _UUID = "[0-9a-fA-F-]{36}"
-_SESSION_COMMAND = re.compile(rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/permissions/[^/]+)?$")
+_SESSION_COMMAND = re.compile(
+    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+)?$"
+)
 _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 _PASSED_HEADERS = ("content-type", "retry-after", "www-authenticate", "x-request-id")
 

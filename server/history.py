@@ -192,23 +192,28 @@ async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord
     live = hub.live.get(session_id)
     if live is not None and live.turn is not None:
         raise ApiError(409, "turn_in_progress", "A turn is running; cancel it first.")
-    await hub.reset_context(session_id)  # 409 if a turn started meanwhile; nothing dropped yet
-    record = await hub.get_record(session_id)
-    hub.writer.open_session(session_id, record.last_seq)
-    upto = hub.writer.last_seq(session_id)
-    async with hub.db.read() as db:
-        dropped = await _count_live_between(db, session_id, to_seq, upto)
-    content = {"type": "status", "status": "active", "reason": "rewind",
-               "detail": {"toSeq": to_seq, "dropped": dropped}}
+    outcome: dict[str, int] = {}
 
-    async def drop(db: AsyncSession) -> None:
-        count = await _drop_between(db, session_id, to_seq, upto)
-        if count != dropped:
-            log.warning("rewind dropped %d messages, announced %d", count, dropped,
-                        extra={"session_id": session_id})
-        await session_store.update_session(db, session_id, needs_context=True)
+    async def drop_and_announce() -> None:  # under the session lock: no agent starts meanwhile
+        record = await hub.get_record(session_id)
+        hub.writer.open_session(session_id, record.last_seq)
+        upto = hub.writer.last_seq(session_id)
+        async with hub.db.read() as db:
+            outcome["dropped"] = await _count_live_between(db, session_id, to_seq, upto)
+        content = {"type": "status", "status": "active", "reason": "rewind",
+                   "detail": {"toSeq": to_seq, "dropped": outcome["dropped"]}}
 
-    await hub.writer.submit(session_id, [Draft("system", content)], [drop]).wait()
+        async def drop(db: AsyncSession) -> None:
+            count = await _drop_between(db, session_id, to_seq, upto)
+            if count != outcome["dropped"]:
+                log.warning("rewind dropped %d messages, announced %d", count, outcome["dropped"],
+                            extra={"session_id": session_id})
+            await session_store.update_session(db, session_id, needs_context=True)
+
+        await hub.writer.submit(session_id, [Draft("system", content)], [drop]).wait()
+
+    await hub.reset_context(session_id, during=drop_and_announce)  # 409 if a turn started meanwhile
+    dropped = outcome["dropped"]
     log.info("session rewound", extra={"session_id": session_id, "to_seq": to_seq, "dropped": dropped})
     return await hub.get_record(session_id), dropped
 

@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -135,9 +136,11 @@ class Hub:
                 if restore.agent_session_id and client.can_load:
                     step = "session/load"
                     await client.load_session(restore.agent_session_id)
+                    live.cost_seen = await self._last_cost(live.id)
                 elif restore.agent_session_id and client.can_resume:
                     step = "session/resume"
                     await client.resume_session(restore.agent_session_id)
+                    live.cost_seen = await self._last_cost(live.id)
                 else:
                     await client.new_session()
                     live.needs_context = live.needs_context or restore.has_history
@@ -166,6 +169,15 @@ class Hub:
             await session_store.update_session(
                 db, live.id, agent_session_id=agent_session_id, needs_context=needs_context
             )
+
+    async def _last_cost(self, session_id: str) -> float:
+        """The agent's cumulative cost as last reported (an agent restored with its own
+        session keeps counting from there)."""
+        async with self.db.read() as db:
+            usage = await message_store.last_of_type(db, session_id, "usage")
+        cost = usage.content.get("cost") if usage is not None else None
+        amount = cost.get("amount") if isinstance(cost, dict) else None
+        return float(amount) if isinstance(amount, int | float) and not isinstance(amount, bool) else 0.0
 
     async def _start_live(self, record: SessionRecord, repo_path: Path, restore: Restore) -> LiveSession:
         if self._tg is None or self.shutting_down:
@@ -280,12 +292,17 @@ class Hub:
         return record
 
     async def ensure_live(self, record: SessionRecord) -> LiveSession:
-        """The live session, restarting its agent (and restoring context) if it is gone."""
+        """The live session, restarting its agent (and restoring context) if it is gone
+        or on its way out."""
         live = self.live.get(record.id)
-        if live is not None:
+        if live is not None and not live.stopping:
             return live
         async with self._locks[record.id]:
             live = self.live.get(record.id)
+            if live is not None and live.stopping:
+                with anyio.CancelScope(shield=True):
+                    await live.finished.wait()
+                live = self.live.get(record.id)
             if live is not None:
                 return live
             record = await self.get_record(record.id)
@@ -373,9 +390,12 @@ class Hub:
             await self._set_status(live.id, "error", reason, detail)
             await self.log_active_count("agent exited", live.id)
 
-    async def reset_context(self, session_id: str) -> None:
+    async def reset_context(
+        self, session_id: str, during: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """Stop the live agent (if any) and mark the session so that its next prompt
-        starts a fresh agent and hands it the stored transcript (rewind, import)."""
+        starts a fresh agent and hands it the stored transcript (rewind, import).
+        ``during`` runs under the session lock, so no agent starts before it is done."""
         async with self._locks[session_id]:
             live = self.live.get(session_id)
             if live is not None:
@@ -384,6 +404,8 @@ class Hub:
                 await live.stop("cancelled")
             async with self.db.write() as db, db.begin():
                 await session_store.update_session(db, session_id, needs_context=True, agent_session_id=None)
+            if during is not None:
+                await during()
 
     async def preamble(self, session_id: str) -> str:
         async with self.db.read() as db:

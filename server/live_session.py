@@ -64,6 +64,7 @@ class LiveSession:
         self.needs_context = record.needs_context
         self.last_activity = time.monotonic()
         self.stderr_tail = ""
+        self.cost_seen = 0.0  # the agent's cumulative cost so far (usage_update.cost)
         self._stop: _Stop | None = None
         self.crashed = False
         self._stop_requested = anyio.Event()
@@ -77,6 +78,10 @@ class LiveSession:
                                 request_timeout=settings.agent_start_timeout)
 
     # -- lifetime ----------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop is not None
 
     def touch(self) -> None:
         self.last_activity = time.monotonic()
@@ -169,7 +174,9 @@ class LiveSession:
         self.touch()
         run_id = str(uuid.uuid4())
         self.translator.tools.clear()  # agents reuse tool call ids across turns
-        turn = self.turn = Turn(run_id, max_steps=max_steps, step_base=step_base, session_id=self.id)
+        self.translator.last_text = ""
+        turn = self.turn = Turn(run_id, max_steps=max_steps, step_base=step_base, session_id=self.id,
+                                cost_base=self.cost_seen)
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         try:
             if self.needs_context:
@@ -214,7 +221,8 @@ class LiveSession:
             result = await self.client.prompt(blocks)
             stop_reason = str(result.get("stopReason") or "end_turn")
             turn.usage = result.get("usage") if isinstance(result.get("usage"), dict) else None
-            status = "cancelled" if stop_reason == "cancelled" else "completed"
+            cancelled = stop_reason == "cancelled" or turn.cancel_requested
+            status = "cancelled" if cancelled else "completed"
         except RpcError as exc:
             error = f"the agent answered the prompt with error {exc.code}: {exc.message}"
         except (AgentExited, ProtocolBroken) as exc:
@@ -228,12 +236,16 @@ class LiveSession:
                 await self._finish_turn(turn, status, stop_reason, error)
 
     async def _finish_turn(self, turn: Turn, status: str, stop_reason: str | None, error: str | None) -> None:
+        """End the run once: a turn abandoned after cancel is not ended again when the
+        agent's late answer (or the stop) finally comes."""
+        if turn.finished:
+            return
+        turn.finished = True
         outputs = self.translator.flush()
-        if status != "completed":
-            for call_id in self.translator.unfinished_tools():
-                state = self.translator.tools[call_id]
-                state.fields["status"] = "cancelled"
-                outputs.append(Output("system", state.content(call_id)))
+        for call_id in self.translator.unfinished_tools():  # never finished: did not complete
+            state = self.translator.tools[call_id]
+            state.fields["status"] = "cancelled"
+            outputs.append(Output("system", state.content(call_id)))
         for pending in list(self.permissions.values()):
             if pending.run_id == turn.run_id:
                 self._decide(pending, {"outcome": "cancelled"}, "turn_ended")
@@ -284,8 +296,14 @@ class LiveSession:
             await turn.done.wait()
             return
         if self.turn is turn and not turn.done.is_set():
-            log.warning("agent ignored session/cancel; ending the run", extra={"session_id": self.id})
-            await self._finish_turn(turn, turn.final_status or "cancelled", "cancelled", None)
+            log.warning("agent ignored session/cancel; ending the run and stopping the agent",
+                        extra={"session_id": self.id})
+            status = turn.final_status or ("paused" if turn.paused else "cancelled")
+            await self._finish_turn(turn, status, "cancelled", None)
+            if self._stop is None:  # its state is unknown: restart it on the next prompt
+                self.needs_context = True
+                self._stop = _Stop("cancelled")
+                self._stop_requested.set()
 
     # -- agent → host (ClientCallbacks) -------------------------------------------------
 
@@ -295,8 +313,13 @@ class LiveSession:
         self.touch()
         turn = self.turn
         outputs = self.translator.translate(update, raw)
-        if update.get("sessionUpdate") == "usage_update" and turn is not None:
-            turn.note_cost(update.get("cost"))
+        if update.get("sessionUpdate") == "usage_update":
+            cost = update.get("cost")
+            amount = cost.get("amount") if isinstance(cost, dict) else None
+            if isinstance(amount, int | float) and not isinstance(amount, bool):
+                self.cost_seen = float(amount)
+            if turn is not None:
+                turn.note_cost(cost)
         if update.get("sessionUpdate") == "session_info_update" and isinstance(update.get("title"), str):
             title = update["title"]
 
@@ -357,6 +380,9 @@ class LiveSession:
                 db, request_id, self.id, pending.run_id, call_id, content["options"], utcnow()
             )
         self.hub.writer.submit(self.id, drafts, [*ops, insert_permission])
+        if turn is not None and turn.over_budget() and not turn.paused:
+            turn.paused = True
+            self._tg_start(self._cancel_turn, turn)
         return self._wait_permission(pending)
 
     async def _wait_permission(self, pending: PendingPermission) -> dict[str, Any]:

@@ -151,6 +151,7 @@ class Turn:
     started: float = field(default_factory=time.monotonic)
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_requested: bool = False
+    finished: bool = False  # the run's end is stored (or being stored)
     paused: bool = False
     final_status: str | None = None
     usage: dict[str, Any] | None = None

@@ -17,6 +17,7 @@ __all__ = [
     "MessageFilter",
     "drop_messages_after",
     "get_message",
+    "last_of_type",
     "insert_messages",
     "list_messages",
     "max_seq",
@@ -44,6 +45,17 @@ async def insert_messages(db: AsyncSession, rows: Sequence[dict[str, Any]]) -> N
 async def max_seq(db: AsyncSession, session_id: str) -> int:
     query = select(func.coalesce(func.max(Message.seq), 0)).where(Message.session_id == session_id)
     return int((await db.execute(query)).scalar_one())
+
+
+async def last_of_type(db: AsyncSession, session_id: str, kind: str) -> Message | None:
+    """The session's latest non-dropped message of content type ``kind``."""
+    query = (
+        select(Message)
+        .where(Message.session_id == session_id, Message.type == kind, Message.dropped.is_(False))
+        .order_by(Message.seq.desc())
+        .limit(1)
+    )
+    return (await db.execute(query)).scalar_one_or_none()
 
 
 async def get_message(db: AsyncSession, message_id: str) -> Message | None:

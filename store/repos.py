@@ -31,7 +31,7 @@ async def list_repos(db: AsyncSession) -> Sequence[Repo]:
 
 
 async def count_active_sessions_of_repo(db: AsyncSession, repo_id: str) -> int:
-    query = select(func.count()).where(
+    query = select(func.count()).select_from(SessionRecord).where(
         SessionRecord.repo_id == repo_id, SessionRecord.status == "active"
     )
     return int((await db.execute(query)).scalar_one())

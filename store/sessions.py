@@ -40,7 +40,7 @@ async def lock_admission(db: AsyncSession) -> None:
 
 
 async def count_active_sessions(db: AsyncSession) -> int:
-    query = select(func.count()).where(SessionRecord.status == "active")
+    query = select(func.count()).select_from(SessionRecord).where(SessionRecord.status == "active")
     return int((await db.execute(query)).scalar_one())
 
 
@@ -88,7 +88,8 @@ async def list_sessions(
     before: tuple[datetime, str] | None = None,
 ) -> tuple[Sequence[SessionRecord], int]:
     """Newest first. ``before`` = (created_at, id) of the last row of the previous page."""
-    total = int((await db.execute(_filtered(select(func.count()), where))).scalar_one())
+    count = select(func.count()).select_from(SessionRecord)
+    total = int((await db.execute(_filtered(count, where))).scalar_one())
     query = _filtered(select(SessionRecord), where)
     if before is not None:
         created, ident = before

@@ -111,7 +111,7 @@ async def test_create_on_a_watch_and_command_through_b(two_nodes) -> None:
 async def test_global_limit_holds_across_nodes(two_nodes) -> None:
     a, b = two_nodes("node-a"), two_nodes("node-b")
     statuses: list[int] = []
-    limits = httpx.Limits(max_connections=48)
+    limits = httpx.Limits(max_connections=48, max_keepalive_connections=0)  # no idle-close races
     async with httpx.AsyncClient(base_url=a.url, timeout=60, limits=limits) as ha, \
             httpx.AsyncClient(base_url=b.url, timeout=60, limits=limits) as hb:
         repo = (await ha.get("/api/repos")).json()["repos"][0]["id"]

@@ -40,7 +40,9 @@ def test_limit_refuses_with_429_and_frees_slot_on_complete(make_settings, caplog
 @pytest.mark.anyio
 async def test_1000_concurrent_creates_never_exceed_the_limit(live_server) -> None:
     server = live_server(MAX_CONCURRENT_SESSIONS=3)
-    limits = httpx.Limits(max_connections=64)
+    # No keep-alive: a pooled connection the server closes as idle under load would be
+    # a client-side ReadError, not an answer of the server.
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60) as http:
         repo = (await http.get("/api/repos")).json()["repos"][0]["id"]
         statuses: list[int] = []

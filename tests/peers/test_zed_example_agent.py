@@ -228,16 +228,6 @@ def settle(client: TestClient, session_id: str, run_id: str, window: float = 3) 
     return ends
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py: when the agent answers session/cancel later than "
-        "2 x AGENT_STOP_GRACE, LiveSession._abandon_if_hung ends the run (cancelled) and then "
-        "LiveSession._run_turn's finally calls _finish_turn a second time (its prompt request is "
-        "cancelled by the agent's stop, status 'failed'; or the late stopReason arrives): two "
-        "run-end messages for one run, and the run row ends 'failed' with no errorMessage"
-    ),
-)
 def test_a_cancel_answered_after_the_abandon_ends_the_run_once(
     make_settings: Callable[..., Settings], zed_agent_command: str
 ) -> None:
@@ -257,16 +247,6 @@ def test_a_cancel_answered_after_the_abandon_ends_the_run_once(
         assert client.get(f"/api/agent-runs/{first}").json()["status"] == "cancelled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py LiveSession._abandon_if_hung finishes the run with "
-        "turn.final_status or 'cancelled', ignoring turn.paused: a run paused at AGENT_MAX_STEPS "
-        "whose agent is slow to answer the cancel is stored 'cancelled' (then 'paused' again by "
-        "the duplicate _finish_turn); once the duplicate is fixed it would stay 'cancelled' and "
-        "resume would answer 409 run_not_paused"
-    ),
-)
 def test_a_paused_run_abandoned_after_its_cancel_stays_paused(
     make_settings: Callable[..., Settings], zed_agent_command: str
 ) -> None:

@@ -227,15 +227,6 @@ def test_a_paused_run_resumes_once_and_not_over_a_running_turn(
         refused(client, paused_elsewhere["id"], 409, "session_not_active")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py on_permission_request books the tool call (ToolBook.record "
-        "via _stage) but never checks turn.over_budget(); only on_session_update does. A "
-        "call first named by a permission request that reaches maxSteps leaves the person "
-        "asked and the run going instead of cancelling the turn"
-    ),
-)
 def test_budget_reached_by_a_permission_request_pauses_the_run(
     make_settings: Callable[..., Any],
 ) -> None:

@@ -274,14 +274,6 @@ def usage_costs(client: TestClient, session_id: str) -> list[float]:
     return [float(m["content"]["cost"]["amount"]) for m in stored(client, session_id, "usage")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py builds Turn without the agent's cumulative cost before "
-        "the run, so Turn.cost() measures from the run's first usage_update; the demo (like "
-        "most agents) sends one per turn, so every run's cost is 0.0"
-    ),
-)
 def test_cost_is_the_change_of_the_cumulative_cost_over_the_run(
     client: TestClient, demo_repo_id: str
 ) -> None:
@@ -295,14 +287,6 @@ def test_cost_is_the_change_of_the_cumulative_cost_over_the_run(
     assert second["cost"]["amount"] == pytest.approx(after_second - after_first)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py _finish_turn takes the summary from "
-        "Translator.last_text, which start_turn never resets: a run whose agent said "
-        "nothing gets the previous run's text as its summary"
-    ),
-)
 def test_run_without_agent_text_has_no_summary_even_after_one_with_text(
     client: TestClient, demo_repo_id: str
 ) -> None:
@@ -332,16 +316,6 @@ def test_usage_comes_from_the_prompt_result(make_settings: Any) -> None:
     assert first["cost"] is None  # this agent sends no usage_update
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py starts every LiveSession with the agent's cumulative "
-        "cost at 0 (HEAD: Turn gets no cost_base at all); an agent restored with "
-        "session/load keeps counting from its earlier total, so the first run after a "
-        "restart is charged the whole history. Suggested fix: when Restore has an "
-        "agent_session_id, start from the cost of the session's last stored usage message"
-    ),
-)
 def test_cost_after_the_agent_is_restored_counts_only_the_run(
     make_settings: Any, tmp_path: Path
 ) -> None:
