@@ -83,8 +83,11 @@ async def _http_exception(_request: Request, exc: Exception) -> Response:
 async def _unexpected(request: Request, exc: Exception) -> Response:
     request_id = getattr(request.state, "request_id", None)
     log.error("unhandled error", exc_info=exc, extra={"request_id": request_id})
+    # Starlette answers this from its outermost middleware, outside RequestIdMiddleware:
+    # the header is added here so that a 500 carries it like every other response.
     return error_response(
         500, "internal_error", "Something went wrong on the server.", {"requestId": request_id},
+        headers={"X-Request-ID": request_id} if request_id else None,
     )
 
 

@@ -6,26 +6,48 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from server.errors import ApiError
 
 __all__ = [
+    "check_uuid",
     "decode_cursor",
     "encode_cursor",
     "query_bool",
+    "query_choice",
     "query_int",
     "query_list",
+    "query_time",
     "read_json",
     "require_str",
+    "resource",
     "uuid_param",
 ]
 
 MAX_JSON_DEPTH = 64
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def resource(path: str, **endpoints: Endpoint) -> Route:
+    """One route for every method a path supports (``GET=list_things, POST=add_thing``),
+    so that a 405 names all of them in ``Allow``; one Route per method would list only
+    the first one's."""
+
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await endpoints[method](request)
+
+    name = "_".join(e.__name__ for e in endpoints.values())
+    return Route(path, dispatch, methods=list(endpoints), name=name)
 
 
 def _depth_ok(value: Any, limit: int) -> bool:
@@ -130,6 +152,14 @@ def query_list(request: Request, name: str, allowed: tuple[str, ...]) -> tuple[s
     if bad:
         raise ApiError.validation(f"{name} must be among {', '.join(allowed)}; got {', '.join(bad)}.", field=name)
     return values
+
+
+def query_choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
+    """One value out of ``allowed`` (or None); a list is refused rather than narrowed."""
+    values = query_list(request, name, allowed)
+    if len(values) > 1:
+        raise ApiError.validation(f"{name} takes one value, not a list.", field=name)
+    return values[0] if values else None
 
 
 def query_time(request: Request, name: str) -> datetime | None:

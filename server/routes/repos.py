@@ -9,12 +9,11 @@ from pathlib import Path
 from sqlalchemy import delete, select
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from agent_bridge import PathOutsideWorkspace, Workspace, WorkspaceError
 from server.errors import ApiError
 from server.jsonresp import JSONResponse
-from server.requests import read_json, require_str, uuid_param
+from server.requests import read_json, require_str, resource, uuid_param
 from server.state import app_state
 from server.views import repo_view
 from store import Repo, SessionRecord, utcnow
@@ -96,8 +95,6 @@ async def delete_repo(request: Request) -> Response:
 
 
 routes = [
-    Route("/api/repos", create_repo, methods=["POST"]),
-    Route("/api/repos", list_repos, methods=["GET"]),
-    Route("/api/repos/{repo_id}", get_repo, methods=["GET"]),
-    Route("/api/repos/{repo_id}", delete_repo, methods=["DELETE"]),
+    resource("/api/repos", GET=list_repos, POST=create_repo),
+    resource("/api/repos/{repo_id}", GET=get_repo, DELETE=delete_repo),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,11 +15,13 @@ from server.requests import (
     decode_cursor,
     encode_cursor,
     query_bool,
+    query_choice,
     query_int,
     query_list,
     query_time,
     read_json,
     require_str,
+    resource,
     uuid_param,
 )
 from server.state import AppState, app_state
@@ -137,6 +139,17 @@ async def delete_session(request: Request) -> Response:
     return JSONResponse(await session_json(state, record))
 
 
+def shown_after(since: datetime | None) -> datetime | None:
+    """The stored-time bound for "timestamp strictly after ``since``". Timestamps are
+    shown to the millisecond, so a message is after ``since`` when it was stored at or
+    after the next whole millisecond: passing back a message's own timestamp never
+    returns that message (or its batch) again."""
+    if since is None:
+        return None
+    floor = since.replace(microsecond=since.microsecond // 1000 * 1000)
+    return floor + timedelta(microseconds=999)
+
+
 async def list_messages(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
@@ -144,13 +157,11 @@ async def list_messages(request: Request) -> Response:
     after = query_int(request, "after", 0, minimum=0)
     limit = query_int(request, "limit", 500, minimum=1, maximum=5000)
     assert after is not None and limit is not None
-    roles = query_list(request, "role", ROLES)
-    types = query_list(request, "type", TYPES)
     partial = query_bool(request, "partial")
     raw = bool(query_bool(request, "raw"))
     where = message_store.MessageFilter(
-        after=after, since=query_time(request, "since"),
-        role=roles[0] if roles else None, type=types[0] if types else None,
+        after=after, since=shown_after(query_time(request, "since")),
+        role=query_choice(request, "role", ROLES), type=query_choice(request, "type", TYPES),
         partial=False if partial is False else None,
     )
     async with state.db.read() as db:
@@ -175,10 +186,8 @@ async def answer_permission(request: Request) -> Response:
 
 
 routes = [
-    Route("/api/sessions", create_session, methods=["POST"]),
-    Route("/api/sessions", list_sessions, methods=["GET"]),
-    Route("/api/sessions/{session_id}", get_session, methods=["GET"]),
-    Route("/api/sessions/{session_id}", delete_session, methods=["DELETE"]),
+    resource("/api/sessions", GET=list_sessions, POST=create_session),
+    resource("/api/sessions/{session_id}", GET=get_session, DELETE=delete_session),
     Route("/api/sessions/{session_id}/prompt", prompt, methods=["POST"]),
     Route("/api/sessions/{session_id}/cancel", cancel, methods=["POST"]),
     Route("/api/sessions/{session_id}/complete", complete, methods=["POST"]),

@@ -1,0 +1,194 @@
+"""Alembic migrations on a real SQLite file, the connection pragmas, and BEGIN IMMEDIATE
+for writers."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from store import Base, Database, downgrade, open_database, upgrade
+
+pytestmark = pytest.mark.anyio
+
+CORE_TABLES = {"repos", "sessions", "messages", "runs", "tool_calls", "permissions"}
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+async def database(db_path: Path) -> AsyncIterator[Database]:
+    db = open_database(f"sqlite+aiosqlite:///{db_path}")
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def tables(db: Database) -> set[str]:
+    async with db.reader_engine.connect() as conn:
+        names: list[str] = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
+    return set(names) - {"alembic_version"}
+
+
+async def revision(db: Database) -> str | None:
+    async with db.reader_engine.connect() as conn:
+        return await conn.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+
+
+async def test_upgrade_downgrade_upgrade(database: Database, db_path: Path) -> None:
+    assert await tables(database) == set()
+    await upgrade(database)
+    created = await tables(database)
+    assert CORE_TABLES <= created
+    head = await revision(database)
+    assert head is not None
+    # A real file, readable by anyone with sqlite3.
+    with sqlite3.connect(db_path) as raw:
+        on_disk = {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert CORE_TABLES <= on_disk
+
+    await upgrade(database)  # at head: nothing to do, nothing breaks
+    assert await tables(database) == created
+
+    await downgrade(database)
+    assert await tables(database) == set()
+    assert await revision(database) is None
+
+    await upgrade(database)
+    assert await tables(database) == created
+    assert await revision(database) == head
+
+
+async def test_migrations_match_the_models(database: Database) -> None:
+    """The schema the migrations build is the one the models describe."""
+    await upgrade(database)
+
+    def diff(sync: Any) -> list[Any]:
+        return list(compare_metadata(MigrationContext.configure(sync, opts={"compare_type": True}), Base.metadata))
+
+    async with database.reader_engine.connect() as conn:
+        differences = await conn.run_sync(diff)
+    assert differences == []
+
+
+async def test_data_survives_an_upgrade_at_head(database: Database) -> None:
+    await upgrade(database)
+    async with database.write() as db, db.begin():
+        await db.execute(text(
+            "INSERT INTO repos (id, name, path, is_git_repo, created_at) "
+            "VALUES ('r1', 'demo', '/w/demo', 1, '2026-01-01 00:00:00.000000')"
+        ))
+    await upgrade(database)
+    async with database.read() as db:
+        assert (await db.execute(text("SELECT name FROM repos"))).scalar_one() == "demo"
+
+
+# -- pragmas ---------------------------------------------------------------------------------
+
+
+async def pragmas(session_factory: Any) -> dict[str, Any]:
+    async with session_factory() as db:
+        return {
+            name: (await db.execute(text(f"PRAGMA {name}"))).scalar_one()
+            for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+        }
+
+
+async def test_pragmas_on_every_connection(database: Database) -> None:
+    for factory in (database.write, database.read):
+        values = await pragmas(factory)
+        assert values["journal_mode"] == "wal"
+        assert values["foreign_keys"] == 1
+        assert values["busy_timeout"] >= 1000
+        assert values["synchronous"] == 1  # NORMAL
+
+
+async def test_foreign_keys_are_enforced(database: Database) -> None:
+    await upgrade(database)
+    with pytest.raises(IntegrityError, match="FOREIGN KEY"):
+        async with database.write() as db, db.begin():
+            await db.execute(text(
+                "INSERT INTO sessions (id, repo_id, agent_id, status, created_at, updated_at, "
+                "last_activity_at, last_seq, needs_context, metadata) VALUES ('s1', 'no-such-repo', "
+                "'default', 'active', '2026-01-01', '2026-01-01', '2026-01-01', 0, 0, '{}')"
+            ))
+
+
+# -- BEGIN IMMEDIATE ------------------------------------------------------------------------
+
+
+async def test_writer_transactions_take_the_write_lock_at_begin(database: Database, db_path: Path) -> None:
+    """A writer holds the lock from BEGIN, before it wrote anything: another connection
+    cannot start a write meanwhile (a deferred BEGIN would have let it)."""
+    await upgrade(database)
+    async with database.write() as db, db.begin():
+        await db.execute(text("SELECT count(*) FROM repos"))  # a read only, so far
+        other = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        finally:
+            other.close()
+    async with database.read() as db, db.begin():
+        await db.execute(text("SELECT count(*) FROM repos"))
+        other = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the reader's deferred BEGIN holds no lock
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+
+
+async def read_modify_write(db: Database, times: int) -> None:
+    for _ in range(times):
+        async with db.write() as session, session.begin():
+            value = (await session.execute(text("SELECT n FROM counter"))).scalar_one()
+            await anyio.sleep(0)  # let the other writer run between the read and the write
+            await session.execute(text("UPDATE counter SET n = :n"), {"n": value + 1})
+
+
+async def test_two_concurrent_writers_never_see_database_is_locked(database: Database, db_path: Path) -> None:
+    """Two engines on one file (as two server processes would be): read-then-write
+    transactions interleave; with BEGIN IMMEDIATE none fails and no update is lost."""
+    await upgrade(database)
+    async with database.write() as db, db.begin():
+        await db.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
+        await db.execute(text("INSERT INTO counter VALUES (0)"))
+    second = open_database(f"sqlite+aiosqlite:///{db_path}")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_modify_write, database, 15)
+            tg.start_soon(read_modify_write, second, 15)
+    finally:
+        await second.close()
+    async with database.read() as db:
+        assert (await db.execute(text("SELECT n FROM counter"))).scalar_one() == 30
+
+
+async def test_deferred_read_then_write_fails_without_immediate(database: Database, db_path: Path) -> None:
+    """Why writers need IMMEDIATE: a deferred transaction that read before another
+    connection committed cannot upgrade to a write (SQLITE_BUSY_SNAPSHOT), whatever the
+    busy timeout."""
+    await upgrade(database)
+    async with database.write() as db, db.begin():
+        await db.execute(text("CREATE TABLE counter (n INTEGER NOT NULL)"))
+        await db.execute(text("INSERT INTO counter VALUES (0)"))
+    with pytest.raises(OperationalError, match="locked"):
+        async with database.read() as db, db.begin():  # deferred BEGIN
+            await db.execute(text("SELECT n FROM counter"))
+            other = sqlite3.connect(db_path, isolation_level=None)
+            other.execute("UPDATE counter SET n = n + 1")
+            other.close()
+            await db.execute(text("UPDATE counter SET n = n + 1"))

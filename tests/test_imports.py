@@ -1,0 +1,114 @@
+"""The import direction of ARCHITECTURE.md, read from the source (no module is run):
+server -> agent_bridge, server -> store; agent_bridge and store import neither server
+nor each other; the JSON-RPC core imports no I/O library; every package names its API."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("agent_bridge", "store", "server")
+FORBIDDEN = {"agent_bridge": {"server", "store"}, "store": {"server", "agent_bridge"}}
+
+
+def modules(package: str) -> list[Path]:
+    found = sorted((ROOT / package).rglob("*.py"))
+    assert found, package
+    return found
+
+
+def imported(path: Path) -> set[str]:
+    """Absolute module names ``path`` imports (relative imports resolved), anywhere in
+    the file: top level, functions, TYPE_CHECKING blocks."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rsplit(".", 1)[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
+            "import_module", "__import__"
+        ):
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                names.add(node.args[0].value)
+    return names
+
+
+def top(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def test_the_walker_sees_every_kind_of_import() -> None:
+    # `from . import flood, modes` and `from .turn import Turn` inside agent_bridge/demo_agent/
+    relative = imported(ROOT / "agent_bridge" / "demo_agent" / "script.py")
+    assert {"agent_bridge.demo_agent.flood", "agent_bridge.demo_agent.turn"} <= relative
+    # imports inside functions count too (server/app.py imports a route module lazily)
+    assert {"server.routes.repos", "store", "anyio"} <= imported(ROOT / "server" / "app.py")
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_leaf_packages_import_neither_server_nor_each_other(package: str) -> None:
+    offenders = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in modules(package)
+        for name in imported(path)
+        if top(name) in FORBIDDEN[package]
+    }
+    assert offenders == set()
+
+
+def test_jsonrpc_core_does_no_io() -> None:
+    names = {top(n) for n in imported(ROOT / "agent_bridge" / "jsonrpc.py")}
+    assert not names & {"anyio", "asyncio", "trio", "socket", "subprocess", "threading", "selectors"}
+    assert names <= {"__future__", "collections", "dataclasses", "types", "typing", "orjson", "json", "enum"}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_inits_name_their_api(package: str) -> None:
+    for init in (ROOT / package).rglob("__init__.py"):
+        tree = ast.parse(init.read_text())
+        exported = [
+            node for node in tree.body
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+        ]
+        assert exported, f"{init.relative_to(ROOT)} has no __all__"
+        names = ast.literal_eval(exported[0].value)
+        assert names and len(set(names)) == len(names), init
+        defined = {
+            alias.asname or alias.name
+            for node in tree.body if isinstance(node, ast.ImportFrom | ast.Import)
+            for alias in node.names
+        } | {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)} | {
+            sub.stem for sub in init.parent.iterdir() if sub.suffix == ".py" or (sub / "__init__.py").exists()
+        }  # submodules may be named without being imported
+        assert set(names) <= defined, f"{init.relative_to(ROOT)}: __all__ names {set(names) - defined}"
+
+
+@pytest.mark.parametrize("package", ["agent_bridge", "store"])
+def test_leaf_packages_import_cleanly_on_their_own(package: str) -> None:
+    """Importing a leaf does not drag ``server`` in (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys, {package}, importlib, pkgutil\n"
+        f"for m in pkgutil.walk_packages({package}.__path__, '{package}.'):\n"
+        "    if 'migrations' not in m.name and not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'server', 'store', 'agent_bridge'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == repr([package])
