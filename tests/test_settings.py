@@ -220,12 +220,12 @@ def test_loopback_host_needs_no_token(tmp_path: Path, host: str) -> None:
 # -- the command line --------------------------------------------------------------------------
 
 
-def serve(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
+def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     """``agent-sessions serve`` in ``tmp_path`` (no .env there) with ``env`` over a clean base."""
     clean = {k: v for k, v in os.environ.items() if k not in Settings.variables()}
     clean.update(base_env(tmp_path, **env), PYTHONPATH=str(ROOT))
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"], cwd=tmp_path, env=clean,
+        [sys.executable, "-m", "server.cli", "serve", *args], cwd=tmp_path, env=clean,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )
 
@@ -253,3 +253,20 @@ def test_serve_with_a_malformed_agents_file_exits_with_one_line(tmp_path: Path) 
     assert "Traceback" not in stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "AGENTS_FILE" in lines[0], stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: server/cli.py serve applies --port/--host with Settings.with_changes, which "
+    "skips the parsing and range checks of load_settings: --port 70000 gets through, the lifespan "
+    "runs, and uvicorn dies at bind with an OverflowError traceback (exit 1). Fix: validate the "
+    "overrides like PORT/HOST (e.g. argparse type with 0..65535, or re-run the field parsers in "
+    "with_changes) before create_app",
+)
+def test_serve_with_a_bad_port_argument_exits_with_one_line(tmp_path: Path) -> None:
+    process = serve(tmp_path, "--port", "70000")
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "port" in lines[0].lower(), stderr
