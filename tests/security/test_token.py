@@ -3,7 +3,8 @@
 ``?token=``, and the CLI refusing a non-loopback HOST without a token.
 
 Decisions (server/security.py): open without a token are /healthz, /readyz,
-/openapi.json and the static UI at /; everything else, including /metrics, needs it.
+/openapi.json and the static UI (/ and its files, /{name}); everything else, including
+/metrics, needs it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tests.conftest import make_git_repo
 from tests.security.support import WS, Operation, app_for, assert_error, operations, route_app, ws_close_code
 
 TOKEN = "s3cret-token-0123456789"
-OPEN = {"/healthz", "/readyz", "/openapi.json", "/"}
+OPEN = {"/healthz", "/readyz", "/openapi.json", "/", "/{name}"}  # "/{name}": the UI's files
 
 
 @pytest.fixture(scope="module")
