@@ -34,11 +34,15 @@ def seed_demo(root: Path) -> Path:
     return demo
 
 
-def _settings() -> Any:
+def _settings(**overrides: str) -> Any:
+    """Settings from the environment (and .env), with command-line values validated
+    exactly like their variables; a bad value is one line and exit code 2."""
+    import os
+
     from server.settings import SettingsError, load_settings
 
     try:
-        return load_settings()
+        return load_settings({**os.environ, **overrides} if overrides else None)
     except SettingsError as exc:
         print(f"agent-sessions: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -47,21 +51,16 @@ def _settings() -> Any:
 def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
+    overrides: dict[str, str] = {}
+    if args.host:
+        overrides["HOST"] = args.host
+    if args.port is not None:
+        overrides["PORT"] = str(args.port)
+    settings = _settings(**overrides)  # before the heavy imports: a bad value fails fast
+
     from server.app import create_app
     from server.logs import setup_logging
 
-    settings = _settings()
-    overrides: dict[str, Any] = {}
-    if args.host:
-        overrides["host"] = args.host
-    if args.port is not None:
-        overrides["port"] = args.port
-    settings = settings.with_changes(**overrides) if overrides else settings
-    try:
-        settings.check_listen_address()
-    except ValueError as exc:
-        print(f"agent-sessions: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
     setup_logging(settings.log_level, settings.log_format)
     from server.settings import SettingsError
 

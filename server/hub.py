@@ -239,8 +239,11 @@ class Hub:
             raise ApiError.not_found("agent", agent_id)
         async with self.db.read() as db:
             repo = await repo_store.get_repo(db, repo_id)
+            parent = await run_store.get_run(db, parent_run_id) if parent_run_id else None
         if repo is None:
             raise ApiError.not_found("repo", repo_id)
+        if parent_run_id and parent is None:
+            raise ApiError.not_found("run", parent_run_id)
         repo_path = await self._repo_path(repo)
         now = utcnow()
         record = SessionRecord(

@@ -190,3 +190,18 @@ def decode_cursor(raw: str | None, kinds: tuple[type, ...]) -> tuple[Any, ...] |
     ):
         raise ApiError.validation("cursor is not valid.", field="cursor")
     return tuple(parts)
+
+
+def time_id_cursor(request: Request) -> tuple[datetime, str] | None:
+    """A newest-first cursor: (created_at, id) of the last row already seen; 422 for
+    anything we did not make (bad timestamp, no time zone, not a UUID)."""
+    cursor = decode_cursor(request.query_params.get("cursor"), (str, str))
+    if cursor is None:
+        return None
+    try:
+        created = datetime.fromisoformat(cursor[0])
+    except ValueError:
+        created = None
+    if created is None or created.tzinfo is None:
+        raise ApiError.validation("cursor is not valid.", field="cursor")
+    return created, check_uuid(cursor[1], "cursor")

@@ -255,14 +255,6 @@ def test_serve_with_a_malformed_agents_file_exits_with_one_line(tmp_path: Path) 
     assert len(lines) == 1 and "AGENTS_FILE" in lines[0], stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: server/cli.py serve applies --port/--host with Settings.with_changes, which "
-    "skips the parsing and range checks of load_settings: --port 70000 gets through, the lifespan "
-    "runs, and uvicorn dies at bind with an OverflowError traceback (exit 1). Fix: validate the "
-    "overrides like PORT/HOST (e.g. argparse type with 0..65535, or re-run the field parsers in "
-    "with_changes) before create_app",
-)
 def test_serve_with_a_bad_port_argument_exits_with_one_line(tmp_path: Path) -> None:
     process = serve(tmp_path, "--port", "70000")
     _, stderr = process.communicate(timeout=60)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,6 +17,7 @@ from server.requests import (
     query_int,
     query_list,
     read_json,
+    time_id_cursor,
     require_str,
     uuid_param,
 )
@@ -37,20 +37,6 @@ _MAX_INT = 2**31 - 1
 
 def _bad_cursor() -> ApiError:
     return ApiError.validation("cursor is not valid.", field="cursor")
-
-
-def _run_cursor(request: Request) -> tuple[datetime, str] | None:
-    """(created_at, id) of the last run already seen: newest first."""
-    cursor = decode_cursor(request.query_params.get("cursor"), (str, str))
-    if cursor is None:
-        return None
-    try:
-        created = datetime.fromisoformat(cursor[0])
-    except ValueError:
-        raise _bad_cursor() from None
-    if created.tzinfo is None:
-        raise _bad_cursor()
-    return created, check_uuid(cursor[1], "cursor")
 
 
 def _step_cursor(request: Request) -> tuple[int, str] | None:
@@ -96,7 +82,7 @@ async def list_runs(request: Request) -> Response:
         parent_run_id=_opt_uuid(request, "parentRunId"),
         statuses=query_list(request, "status", RUN_STATUSES),
     )
-    before = _run_cursor(request)
+    before = time_id_cursor(request)
     async with app_state(request).db.read() as db:
         rows = await run_store.list_runs(db, where, limit=limit + 1, before=before)
     more = len(rows) > limit

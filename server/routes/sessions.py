@@ -12,7 +12,7 @@ from server.errors import ApiError
 from server.jsonresp import JSONResponse
 from server.requests import (
     check_uuid,
-    decode_cursor,
+    time_id_cursor,
     encode_cursor,
     query_bool,
     query_choice,
@@ -85,13 +85,7 @@ async def list_sessions(request: Request) -> Response:
         agent_id=request.query_params.get("agentId") or None,
         statuses=query_list(request, "status", STATUSES),
     )
-    cursor = decode_cursor(request.query_params.get("cursor"), (str, str))
-    before = None
-    if cursor is not None:
-        try:
-            before = (datetime.fromisoformat(cursor[0]), check_uuid(cursor[1], "cursor"))
-        except ValueError:
-            raise ApiError.validation("cursor is not valid.", field="cursor") from None
+    before = time_id_cursor(request)
     async with state.db.read() as db:
         rows, total = await session_store.list_sessions(db, where, limit=limit + 1, offset=offset, before=before)
         repos = {r.id: r for r in await repo_store.list_repos(db)}

@@ -382,14 +382,6 @@ def test_unknown_ids_are_404_and_malformed_ids_422(client: TestClient, demo_repo
         error_of(client.get(url), 422, "validation_error")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/routes/sessions.py list_sessions accepts a cursor whose timestamp has "
-        "no zone; store.models.UtcDateTime refuses the naive datetime when binding, so the "
-        "request fails with 500 instead of 422 (the runs list checks tzinfo)"
-    ),
-)
 def test_a_forged_session_cursor_without_a_zone_is_422(client: TestClient) -> None:
     cursor = forge(["2020-01-01T00:00:00", str(uuid.uuid4())])
     error_of(client.get("/api/sessions", params={"cursor": cursor}), 422, "validation_error")
