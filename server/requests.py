@@ -26,6 +26,7 @@ __all__ = [
     "query_int",
     "query_list",
     "query_time",
+    "read_body",
     "read_json",
     "require_str",
     "resource",
@@ -63,9 +64,8 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
-async def read_json(request: Request, max_bytes: int, *, allow_empty: bool = False) -> dict[str, Any]:
-    """The body as a JSON object; 413 past ``max_bytes`` (declared or not), 400 for a
-    wrong content type or malformed JSON, 422 for a non-object."""
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The raw body; 413 past ``max_bytes``, whether or not a length was declared."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise ApiError.too_large("request body", max_bytes)
@@ -74,6 +74,13 @@ async def read_json(request: Request, max_bytes: int, *, allow_empty: bool = Fal
         body += chunk
         if len(body) > max_bytes:
             raise ApiError.too_large("request body", max_bytes)
+    return bytes(body)
+
+
+async def read_json(request: Request, max_bytes: int, *, allow_empty: bool = False) -> dict[str, Any]:
+    """The body as a JSON object; 413 past ``max_bytes`` (declared or not), 400 for a
+    wrong content type or malformed JSON, 422 for a non-object."""
+    body = await read_body(request, max_bytes)
     if not body and allow_empty:
         return {}
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()

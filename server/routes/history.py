@@ -11,7 +11,7 @@ from starlette.routing import Route
 from server import history
 from server.errors import ApiError
 from server.jsonresp import JSONResponse
-from server.requests import check_uuid, query_int, read_json, require_str, uuid_param
+from server.requests import check_uuid, query_int, read_body, read_json, require_str, uuid_param
 from server.routes.sessions import session_json
 from server.state import app_state
 
@@ -69,21 +69,9 @@ async def export(request: Request) -> Response:
     return StreamingResponse(history.export_lines(state.hub, record), media_type=NDJSON, headers=headers)
 
 
-async def _read_body(request: Request, max_bytes: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise ApiError.too_large("request body", max_bytes)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise ApiError.too_large("request body", max_bytes)
-    return bytes(body)
-
-
 async def import_session(request: Request) -> Response:
     state = app_state(request)
-    body = await _read_body(request, state.settings.max_body_bytes)
+    body = await read_body(request, state.settings.max_body_bytes)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in IMPORT_TYPES:
         raise ApiError(400, "invalid_json", f"Send the archive as {NDJSON} (one JSON object per line).")
