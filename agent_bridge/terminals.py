@@ -51,7 +51,7 @@ log = logging.getLogger("agent_sessions.terminals")
 security_log = logging.getLogger("agent_sessions.security")
 
 DEFAULT_OUTPUT_BYTES: Final = 1024 * 1024
-MAX_OUTPUT_BYTES: Final = 16 * 1024 * 1024
+MAX_OUTPUT_BYTES: Final = 4 * 1024 * 1024  # per terminal; at most 16 terminals per session
 DEFAULT_MAX_TERMINALS: Final = 16
 TERMINAL_LIMIT_REACHED: Final = -32001  # implementation-defined; ACP uses -32000 and -32002
 RESOURCE_NOT_FOUND: Final = -32002

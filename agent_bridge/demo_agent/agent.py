@@ -92,6 +92,7 @@ class Agent:
             if message is None:
                 break
             if "id" in message:
+                self._note_prompt(message)
                 handler = tasks.create_task(self._answer(message))
                 self._handlers.add(handler)
                 handler.add_done_callback(self._handlers.discard)
@@ -122,11 +123,25 @@ class Agent:
         else:
             await self.wire.send_result(msg_id, result)
 
-    def _cancel(self, params: object) -> None:
+    def _session_of(self, params: object) -> Session | None:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is not None and session.turn is not None:
+        return self.sessions.get(session_id) if isinstance(session_id, str) else None
+
+    def _note_prompt(self, message: dict[str, Any]) -> None:
+        """A prompt was read; its turn starts in its own task, maybe after a cancel that
+        was read right behind it (see ``_cancel``)."""
+        session = self._session_of(message.get("params")) if message["method"] == "session/prompt" else None
+        if session is not None:
+            session.prompts_received += 1
+
+    def _cancel(self, params: object) -> None:
+        session = self._session_of(params)
+        if session is None:
+            return
+        if session.turn is not None:
             session.turn.cancel()
+        elif session.prompts_received:
+            session.cancel_early = True  # the prompt read before it has not started yet
 
     # -- methods ----------------------------------------------------------------------
 
@@ -199,6 +214,8 @@ class Agent:
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
             raise RpcError(-32602, f"Invalid params: unknown session {session_id!r}")
+        session.prompts_received = max(0, session.prompts_received - 1)
+        cancel_early, session.cancel_early = session.cancel_early, False
         prompt = params.get("prompt")
         if not isinstance(prompt, list):
             raise RpcError(-32602, "Invalid params: prompt must be a list of content blocks")
@@ -217,6 +234,8 @@ class Agent:
             async with asyncio.TaskGroup() as tasks:
                 body = tasks.create_task(script.run(turn, command))
                 session.turn = body
+                if cancel_early:
+                    body.cancel()
         finally:
             session.turn = None
             if turn.reply:

@@ -36,6 +36,10 @@ class Session:
     """Cumulative cost in USD."""
     turn: asyncio.Task[Any] | None = None
     """The body of the running turn, if any."""
+    prompts_received: int = 0
+    """session/prompt requests read but whose turn has not started yet."""
+    cancel_early: bool = False
+    """A session/cancel came while a prompt was received but not started: cancel its turn."""
 
     def prompts(self) -> list[str]:
         return [entry["text"] for entry in self.entries if entry["role"] == "user"]
