@@ -29,29 +29,37 @@ class Subscription:
         self.closed = False
 
     def put(self, seq: int, frame: str) -> None:
+        self.put_many([(seq, frame)])
+
+    def put_many(self, frames: list[tuple[int, str]]) -> None:
+        """Queue ``frames`` (shared, not copied); overflow instead when they do not fit."""
         if self.overflowed or self.closed:
             return
-        if len(self._frames) >= self._maxsize:
-            self.overflowed = True
-            self._frames.clear()
-        else:
-            self._frames.append((seq, frame))
+        if len(self._frames) + len(frames) > self._maxsize:
+            self.overflow()
+            return
+        self._frames.extend(frames)
+        self._ready.set()
+
+    def overflow(self) -> None:
+        """Mark the viewer as fallen behind: its endpoint closes it with 4008."""
+        self.overflowed = True
+        self._frames.clear()
         self._ready.set()
 
     def close(self) -> None:
         self.closed = True
         self._ready.set()
 
-    async def wait_frames(self) -> list[tuple[int, str]]:
-        """Wait until there is something; return every queued frame. An empty list
-        means the subscription overflowed or was closed."""
+    async def wait_frames(self) -> deque[tuple[int, str]]:
+        """Wait until there is something; return every queued frame (the queue itself,
+        swapped for an empty one). Nothing means the subscription overflowed or was closed."""
         while not self._frames and not (self.overflowed or self.closed):
             await self._ready.wait()
             self._ready = anyio.Event()
         if self.overflowed or self.closed:
-            return []
-        frames = list(self._frames)
-        self._frames.clear()
+            return deque()
+        frames, self._frames = self._frames, deque()
         return frames
 
     def __len__(self) -> int:
@@ -81,10 +89,9 @@ class Broker:
         subs = self._subs.get(session_id)
         if not subs:
             return
-        frames = list(frames)
+        frames = frames if isinstance(frames, list) else list(frames)
         for sub in subs:
-            for seq, frame in frames:
-                sub.put(seq, frame)
+            sub.put_many(frames)
 
     def close_all(self, reason: str = "shutdown") -> None:
         """Close every viewer: with 1001 at shutdown, or as fallen behind (4008) so it
@@ -92,8 +99,7 @@ class Broker:
         for subs in self._subs.values():
             for sub in subs:
                 if reason == "behind":
-                    sub.overflowed = True
-                    sub.put(0, "")
+                    sub.overflow()
                 else:
                     sub.close()
 
