@@ -140,7 +140,8 @@ ERRORS = {
          "a seq out of range: validation_error.",
     429: "Too many active sessions (MAX_CONCURRENT_SESSIONS): session_limit_reached.",
     502: "The agent could not start (exited, failed initialize or session/new, timed out): agent_start_failed.",
-    503: "Not ready (the database does not answer) or shutting down.",
+    503: "Not ready (the database does not answer), shutting down, or (scale-out) the node running the "
+         "session does not answer: owner_unavailable.",
 }
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string", "const": "Bearer"}, "required": True}},
@@ -295,16 +296,16 @@ CATALOGUE: dict[tuple[str, str], Schema] = {
             ["messages"], messages={"type": "array", "items": _ref("Message")})]})},
         params=[SESSION]),
     ("DELETE", "/api/sessions/{sessionId}"): _op(
-        "Cancel a session: stop its turn and agent", {200: _SESSION_VIEW}, params=[SESSION], errors=[409]),
+        "Cancel a session: stop its turn and agent", {200: _SESSION_VIEW}, params=[SESSION], errors=[409, 503]),
     ("POST", "/api/sessions/{sessionId}/prompt"): _op(
         "Start a turn", {202: _json("Accepted; the user message is stored.",
                                     _closed(["runId", "sessionId"], runId=UUID, sessionId=UUID))},
         params=[SESSION], body=_body(_object(["text"], text=NONBLANK)), errors=[409, 502, 503]),
     ("POST", "/api/sessions/{sessionId}/cancel"): _op(
         "Cancel the running turn", {202: _json("Cancelling.", _closed(["sessionId"], sessionId=UUID))},
-        params=[SESSION], errors=[409]),
+        params=[SESSION], errors=[409, 503]),
     ("POST", "/api/sessions/{sessionId}/complete"): _op(
-        "Complete a session", {200: _SESSION_VIEW}, params=[SESSION], errors=[409]),
+        "Complete a session", {200: _SESSION_VIEW}, params=[SESSION], errors=[409, 503]),
     ("GET", "/api/sessions/{sessionId}/messages"): _op(
         "Messages after a seq",
         {200: _json("In seq order.", _closed(["messages", "nextAfter"],
@@ -319,7 +320,7 @@ CATALOGUE: dict[tuple[str, str], Schema] = {
         {200: _json("Decided.", _closed(["requestId", "outcome"], requestId=UUID, outcome=_closed(
             ["outcome", "optionId"], outcome={"const": "selected"}, optionId={"type": "string"})))},
         params=[SESSION, _path("requestId", "The requestId of a permission message.")],
-        body=_body(_object(["optionId"], optionId=NONBLANK)), errors=[409]),
+        body=_body(_object(["optionId"], optionId=NONBLANK)), errors=[409, 503]),
     # -- history -----------------------------------------------------------------------
     ("GET", "/api/sessions/{sessionId}/transcript"): _op(
         "The conversation in an LLM chat API's shape",
@@ -334,7 +335,7 @@ CATALOGUE: dict[tuple[str, str], Schema] = {
     ("POST", "/api/sessions/{sessionId}/rewind"): _op(
         "Drop the messages after a seq", {200: _SESSION_VIEW}, params=[SESSION],
         body=_body(_object(["toSeq"], toSeq={"type": "integer", "minimum": 0, "maximum": INT64_MAX})),
-        errors=[409]),
+        errors=[409, 503]),
     ("GET", "/api/sessions/{sessionId}/export"): _op(
         "Every stored message as NDJSON", {200: {"description": "One JSON object per line.",
                                                  "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
