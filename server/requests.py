@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -28,6 +29,7 @@ __all__ = [
     "query_time",
     "read_body",
     "read_json",
+    "session_id_param",
     "require_str",
     "resource",
     "uuid_param",
@@ -49,6 +51,14 @@ def resource(path: str, **endpoints: Endpoint) -> Route:
 
     name = "_".join(e.__name__ for e in endpoints.values())
     return Route(path, dispatch, methods=list(endpoints), name=name)
+
+
+def session_id_param(request: Request) -> str:
+    """The ``{session_id}`` of a path; ``/api/sessions/import`` is the POST-only import
+    resource that this pattern also matches, so any other method there is a 405."""
+    if request.path_params["session_id"] == "import":
+        raise HTTPException(405, headers={"Allow": "POST"})
+    return uuid_param(request, "session_id")
 
 
 def _depth_ok(value: Any, limit: int) -> bool:
@@ -125,7 +135,12 @@ def check_uuid(value: str, name: str) -> str:
         raise ApiError.validation(f"{name} must be a UUID.", field=name) from None
 
 
-def query_int(request: Request, name: str, default: int | None, *, minimum: int = 0, maximum: int | None = None) -> int | None:
+MAX_INT64 = 2**63 - 1  # what the databases store
+
+
+def query_int(
+    request: Request, name: str, default: int | None, *, minimum: int = 0, maximum: int = MAX_INT64
+) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
@@ -133,8 +148,9 @@ def query_int(request: Request, name: str, default: int | None, *, minimum: int 
         value = int(raw)
     except ValueError:
         raise ApiError.validation(f"{name} must be an integer.", field=name) from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+    if value < minimum or value > maximum:
+        high = maximum != MAX_INT64 or value > maximum
+        bound = f"between {minimum} and {maximum}" if high else f"at least {minimum}"
         raise ApiError.validation(f"{name} must be {bound}.", field=name)
     return value
 

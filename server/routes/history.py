@@ -11,7 +11,14 @@ from starlette.routing import Route
 from server import history
 from server.errors import ApiError
 from server.jsonresp import JSONResponse
-from server.requests import check_uuid, query_int, read_body, read_json, require_str, uuid_param
+from server.requests import (
+    check_uuid,
+    query_int,
+    read_body,
+    read_json,
+    require_str,
+    uuid_param,
+)
 from server.routes.sessions import session_json
 from server.state import app_state
 

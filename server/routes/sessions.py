@@ -22,6 +22,7 @@ from server.requests import (
     read_json,
     require_str,
     resource,
+    session_id_param,
     uuid_param,
 )
 from server.state import AppState, app_state
@@ -100,13 +101,13 @@ async def list_sessions(request: Request) -> Response:
 
 async def get_session(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.get_record(uuid_param(request, "session_id"))
+    record = await state.hub.get_record(session_id_param(request))
     return JSONResponse(await session_json(state, record, messages=True))
 
 
 async def prompt(request: Request) -> Response:
     state = app_state(request)
-    session_id = uuid_param(request, "session_id")
+    session_id = session_id_param(request)
     await state.hub.get_record(session_id)
     body = await read_json(request, state.settings.max_body_bytes)
     text = prompt_text(body, state.settings.max_prompt_bytes)
@@ -116,20 +117,20 @@ async def prompt(request: Request) -> Response:
 
 async def cancel(request: Request) -> Response:
     state = app_state(request)
-    session_id = uuid_param(request, "session_id")
+    session_id = session_id_param(request)
     await state.hub.cancel(session_id)
     return JSONResponse({"sessionId": session_id}, status_code=202)
 
 
 async def complete(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.end_session(uuid_param(request, "session_id"), "completed", "user_request")
+    record = await state.hub.end_session(session_id_param(request), "completed", "user_request")
     return JSONResponse(await session_json(state, record))
 
 
 async def delete_session(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.end_session(uuid_param(request, "session_id"), "cancelled", "user_request")
+    record = await state.hub.end_session(session_id_param(request), "cancelled", "user_request")
     return JSONResponse(await session_json(state, record))
 
 
@@ -146,7 +147,7 @@ def shown_after(since: datetime | None) -> datetime | None:
 
 async def list_messages(request: Request) -> Response:
     state = app_state(request)
-    session_id = uuid_param(request, "session_id")
+    session_id = session_id_param(request)
     await state.hub.get_record(session_id)
     after = query_int(request, "after", 0, minimum=0)
     limit = query_int(request, "limit", 500, minimum=1, maximum=5000)
@@ -170,7 +171,7 @@ async def list_messages(request: Request) -> Response:
 
 async def answer_permission(request: Request) -> Response:
     state = app_state(request)
-    session_id = uuid_param(request, "session_id")
+    session_id = session_id_param(request)
     request_id = uuid_param(request, "request_id")
     body = await read_json(request, state.settings.max_body_bytes)
     option_id = require_str(body, "optionId")

@@ -299,16 +299,6 @@ async def test_a_crashing_agent_fails_the_pending_request(tree: dict[str, Path])
     assert "crashing on purpose" in conn.stderr_tail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: agent_bridge/demo_agent/agent.py Agent._dispatch handles session/cancel inline "
-    "but session/prompt in a new task, so a cancel that arrives right behind its prompt (same read) "
-    "runs before _prompt has set session.turn; _cancel finds no turn and drops it, and the turn "
-    "plays to the end (stopReason end_turn). Through the server: POST /cancel right after POST "
-    "/prompt is ignored, LiveSession abandons the run after 2 x AGENT_STOP_GRACE, and the next "
-    "prompt fails (-32000, a prompt is still running). Fix: remember a cancel for a session whose "
-    "prompt is received but not started (or register the turn in _dispatch before spawning it)",
-)
 async def test_the_demo_agent_honours_a_cancel_right_behind_its_prompt(tree: dict[str, Path]) -> None:
     """Raw pipes: the prompt and its cancel reach the agent in one write."""
     process = await anyio.open_process(demo_command(), cwd=tree["repo"])

@@ -122,18 +122,7 @@ EXCLUDED_PATHS = r"^/ws/"
 # Failures schemathesis finds in code this suite does not own, reported to its owners.
 # The run must find exactly these: a new failure fails the test, and so does a listed one
 # that no longer happens (then delete its line).
-KNOWN_BUGS = {
-    # server/requests.py query_int has no upper bound: offset / after past 2**63-1 reach
-    # SQLite, which raises OverflowError -> 500. Fix: refuse values over 2**63-1 with 422.
-    ("ST101", "GET /api/sessions"),
-    ("ST103", "GET /api/sessions"),
-    ("ST101", "GET /api/sessions/{sessionId}/messages"),
-    ("ST103", "GET /api/sessions/{sessionId}/messages"),
-    # server/routes/history.py + sessions.py: GET (or DELETE) /api/sessions/import is routed
-    # to /api/sessions/{session_id} and answers 422 "session_id must be a UUID" instead of
-    # 405 with Allow: POST. Fix: serve /api/sessions/import as one resource for every method.
-    ("ST204", "GET /api/sessions/import"),
-}
+KNOWN_BUGS: set[tuple[str, str]] = set()  # schemathesis findings not fixed yet: none
 
 
 def seed_data(server: LiveServer) -> dict[str, str]:
