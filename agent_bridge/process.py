@@ -22,6 +22,8 @@ __all__ = [
     "agent_environment",
     "become_subreaper",
     "group_members",
+    "reap_group_once",
+    "wait_group_gone",
     "kill_orphans",
 ]
 
@@ -61,28 +63,38 @@ def group_members(pgid: int) -> list[tuple[int, str, int]]:
     return members
 
 
-def _reap_group_once(pgid: int) -> bool:
-    """Kill what is alive in the group and reap our own orphaned zombies of it.
-    True when nothing of the group is left (zombies of other parents aside)."""
+def reap_group_once(pgid: int, *, keep: int | None = None) -> bool:
+    """SIGKILL what is alive in group ``pgid`` and reap its zombies that are ours
+    (orphans adopted as a subreaper); children asyncio waits for (our agents, ``keep``)
+    are left to it. True when nothing of the group is left but ``keep``'s zombie."""
     me = os.getpid()
     left = False
     for pid, state, ppid in group_members(pgid):
-        if state == "Z":
-            if ppid == me and pid not in _TRACKED:
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                left = True
-            elif ppid == me:
-                left = True
-        else:
+        if state != "Z":
             left = True
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        elif ppid == me and pid != keep:
+            left = True
+            if pid not in _TRACKED:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
     return not left
+
+
+async def wait_group_gone(pgid: int, timeout: float, *, keep: int | None = None) -> bool:
+    """Kill and reap group ``pgid`` until nothing of it is left, for at most ``timeout``
+    seconds; False (and a warning) if something outlived that."""
+    with anyio.move_on_after(timeout):
+        while not await anyio.to_thread.run_sync(lambda: reap_group_once(pgid, keep=keep)):
+            await anyio.sleep(0.01)
+        return True
+    log.warning("processes of a stopped group outlived the stop", extra={"pgid": pgid})
+    return False
 
 
 def agent_environment(
@@ -186,12 +198,7 @@ class AgentProcess:
 
     async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:
         """Wait (bounded) until no process of the group is left; True if none is."""
-        with anyio.move_on_after(timeout):
-            while not await anyio.to_thread.run_sync(_reap_group_once, self.pid):
-                await anyio.sleep(0.01)
-            return True
-        log.warning("processes of the agent's group outlived the stop", extra={"pid": self.pid})
-        return False
+        return await wait_group_gone(self.pid, timeout)
 
 
 def kill_orphans(owner_prefix: str, alive_owner: str) -> list[int]:

@@ -36,7 +36,7 @@ import anyio
 
 from agent_bridge import jsonrpc
 from agent_bridge.errors import RpcError
-from agent_bridge.process import OWNER_ENV, group_members
+from agent_bridge.process import OWNER_ENV, wait_group_gone
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -168,35 +168,8 @@ class _Terminal:
         with anyio.move_on_after(REAP_TIMEOUT):
             await self.protocol.exited.wait()
         self.transport.close()
-        with anyio.move_on_after(REAP_TIMEOUT):
-            while not await anyio.to_thread.run_sync(_reap_group_once, self.pid):
-                await anyio.sleep(0.01)
-            self.group_gone = True
-            return
-        log.warning("processes of a terminal outlived its release", extra={"pid": self.pid})
-
-
-def _reap_group_once(pgid: int) -> bool:
-    """SIGKILL what is alive in group ``pgid``; reap its zombies that are ours (orphans
-    adopted as a subreaper), but never the leader, which asyncio waits for. True when
-    nothing of the group is left but the leader's own zombie."""
-    me = os.getpid()
-    left = False
-    for pid, state, ppid in group_members(pgid):
-        if state == "Z":
-            if ppid == me and pid != pgid:
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                left = True
-        else:
-            left = True
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    return not left
+        # The leader is asyncio's to reap; the rest of the group is ours.
+        self.group_gone = await wait_group_gone(self.pid, REAP_TIMEOUT, keep=self.pid)
 
 
 def _child_setup(cwd_fd: int, prctl: Callable[..., int]) -> Callable[[], None]:
