@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import script
-from .commands import Command, parse_command, prompt_text
+from .commands import Command, command_text, parse_command, prompt_text
 from .config import Settings
 from .sessions import HistoryStore, Session
 from .turn import GARBAGE_LINES, ClientCapabilities, Turn, text_block
@@ -222,7 +222,7 @@ class Agent:
         if session.turn is not None:
             raise RpcError(-32000, "A prompt is already running in this session")
         text = prompt_text(prompt)
-        command = self._command(text)
+        command = self._command(command_text(prompt))
         if command.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         turn = Turn(self.wire, session, text, self.client, self.children)

@@ -58,6 +58,17 @@ def prompt_text(prompt: list[object]) -> str:
     return "\n".join(parts).strip()
 
 
+def command_text(prompt: list[object]) -> str:
+    """The text a command is read from: the prompt's last text block, so a command
+    still works when the client puts earlier context in blocks before it."""
+    texts = [
+        block["text"]
+        for block in prompt
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
+    return texts[-1].strip() if texts else ""
+
+
 def parse_command(text: str) -> Command:
     """The command a prompt text selects. A leading ``ignore-sigterm`` applies to
     the rest of the text (``ignore-sigterm hang``)."""
