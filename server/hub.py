@@ -38,6 +38,7 @@ from store import sessions as session_store
 __all__ = ["Hub"]
 
 log = logging.getLogger("agent_sessions.hub")
+security_log = logging.getLogger("agent_sessions.security")
 
 
 def _process_start_time(pid: int) -> str:
@@ -217,7 +218,7 @@ class Hub:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def _repo_path(self, repo: Repo) -> Path:
+    async def _repo_path(self, repo: Repo, session_id: str | None = None) -> Path:
         try:
             workspace = Workspace(repo.path)
             workspace.check_root()
@@ -225,7 +226,8 @@ class Hub:
                 raise WorkspaceError(repo.path, "replaced")
             Workspace(self.settings.workspace_root).resolve(repo.path)
         except WorkspaceError:
-            log.warning("repository path refused at use", extra={"event": "path_refused", "path": repo.path})
+            security_log.warning("repository path refused at use", extra={
+                "event": "path_refused", "path": repo.path, "repo_id": repo.id, "session_id": session_id})
             raise ApiError(403, "path_outside_workspace",
                            "The repository's directory was moved or replaced and now leads outside the workspace.") from None
         return workspace.root
@@ -276,7 +278,7 @@ class Hub:
                     async with self.db.read() as db:
                         repo = await repo_store.get_repo(db, record.repo_id)
                     assert repo is not None
-                    repo_path = await self._repo_path(repo)
+                    repo_path = await self._repo_path(repo, record.id)
                 live = await self._start_live(record, repo_path, Restore(has_history=record.needs_context))
             except AgentStartError as exc:
                 raise await self._fail_start(record, exc) from None
@@ -314,7 +316,7 @@ class Hub:
             async with self.db.read() as db:
                 repo = await repo_store.get_repo(db, record.repo_id)
             assert repo is not None
-            repo_path = await self._repo_path(repo)
+            repo_path = await self._repo_path(repo, record.id)
             self.writer.open_session(record.id, record.last_seq)
             restore = Restore(record.agent_session_id, has_history=record.last_seq > 0)
             try:
