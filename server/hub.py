@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,11 @@ from server.broker import Broker
 from server.cluster import Cluster
 from server.errors import ApiError
 from server.live_session import LiveSession, Restore
+from server.idle import sweep_idle
+from server.recovery import recover_sessions, status_draft
 from server.settings import Settings
 from server.transcript import build_transcript, render_preamble
-from server.writer import Draft, Writer
+from server.writer import Writer
 from store import Database, Repo, SessionRecord, utcnow
 from store import messages as message_store
 from store import permissions as permission_store
@@ -59,10 +61,6 @@ def find_exception(exc: BaseException, kind: type[BaseException]) -> BaseExcepti
             if found is not None:
                 return found
     return None
-
-
-def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None) -> Draft:
-    return Draft("system", {"type": "status", "status": status, "reason": reason, "detail": detail or {}})
 
 
 class Hub:
@@ -429,51 +427,8 @@ class Hub:
 
     async def recover_sessions(self, only: set[str] | None) -> None:
         """Interrupt the running runs and cancel the pending permissions of sessions
-        whose agent is gone: all of them at start (``only`` None), or those ``only``."""
-        now = utcnow()
-        async with self.db.read() as db:
-            runs = list(await run_store.runs_with_status(db, "running"))
-            pending = list(await permission_store.pending_permissions(db))
-        if only is not None:
-            runs = [r for r in runs if r.session_id in only]
-            pending = [p for p in pending if p.session_id in only]
-        elif self.cluster.enabled:
-            owned = {sid for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
-                     if await self.cluster.owner_url(sid) is not None}
-            runs = [r for r in runs if r.session_id not in owned]
-            pending = [p for p in pending if p.session_id not in owned]
-        async with self.db.read() as db:
-            sessions = {
-                sid: await session_store.get_session(db, sid)
-                for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
-            }
-        for sid, record in sessions.items():
-            if record is not None:
-                self.writer.open_session(sid, record.last_seq)
-        for permission in pending:
-            outcome = {"outcome": "cancelled"}
-            content = {"type": "permission", "requestId": permission.id, "toolCallId": permission.tool_call_id,
-                       "tool": None, "options": permission.options, "outcome": outcome, "reason": "server_restarted"}
-
-            async def decide(db: Any, request_id: str = permission.id) -> None:
-                await permission_store.decide_permission(db, request_id, outcome, now)
-            self.writer.submit(permission.session_id, [Draft("system", content, run_id=permission.run_id)], [decide])
-        for run in runs:
-            duration = int((now - run.created_at).total_seconds() * 1000)
-            drafts = [
-                Draft("system", {"type": "run", "runId": run.id, "status": "interrupted", "stopReason": None,
-                                 "durationMs": duration}, run_id=run.id, step_number=run.step_count),
-                status_draft("active", "server_restarted", {"runId": run.id}),
-            ]
-
-            async def interrupt(db: Any, run_id: str = run.id, session_id: str = run.session_id, d: int = duration) -> None:
-                await run_store.update_run(db, run_id, status="interrupted", completed_at=now, duration_ms=d,
-                                           error_message="the server stopped during this run")
-                await session_store.update_session(db, session_id, active_run_id=None)
-            self.writer.submit(run.session_id, drafts, [interrupt])
-        await self.writer.submit(None).wait()
-        if runs or pending:
-            log.warning("recovered after an unclean stop", extra={"event": "recovered", "runs": len(runs), "permissions": len(pending)})
+        whose agent is gone (see ``server.recovery``)."""
+        await recover_sessions(self, only)
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -484,20 +439,5 @@ class Hub:
                 log.exception("idle sweep failed")
 
     async def sweep_idle(self) -> list[str]:
-        """Complete every active session whose last activity (a stored message or a
-        client command) is older than the idle timeout."""
-        cutoff = utcnow() - timedelta(minutes=self.settings.idle_timeout_minutes)
-        async with self.db.read() as db:
-            rows, _ = await session_store.list_sessions(
-                db, session_store.SessionFilter(statuses=("active",)), limit=10_000
-            )
-        ended: list[str] = []
-        for record in rows:
-            if record.last_activity_at >= cutoff:
-                continue
-            try:
-                await self.end_session(record.id, "completed", "idle_timeout", idle_before=cutoff)
-            except ApiError:
-                continue
-            ended.append(record.id)
-        return ended
+        """Complete the sessions idle past the timeout (see ``server.idle``)."""
+        return await sweep_idle(self)
