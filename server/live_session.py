@@ -21,7 +21,7 @@ from server import metrics
 from server.errors import ApiError
 from server.translate import Output, Translator
 from server.turn import PendingPermission, Turn, ToolBook
-from server.writer import Draft
+from server.writer import Draft, new_id
 from store import Run, SessionRecord, utcnow
 from store import permissions as permission_store
 from store import runs as run_store
@@ -329,8 +329,10 @@ class LiveSession:
             ops.append(set_title)
         else:
             drafts, ops = self._stage(outputs, turn)
-        self.hub.writer.submit(self.id, drafts, ops)
-        await self.hub.writer.wait_capacity()
+        writer = self.hub.writer
+        writer.submit(self.id, drafts, ops)
+        if writer.over_capacity:
+            await writer.wait_capacity()
         if turn is not None and turn.over_budget() and not turn.paused:
             turn.paused = True
             log.info("step budget reached; pausing", extra={"session_id": self.id, "run_id": turn.run_id})
@@ -344,7 +346,7 @@ class LiveSession:
         for out in outputs:
             draft = Draft(out.role, out.content, out.raw, run_id, turn.step_number if turn else None)
             if out.content.get("type") == "tool" and turn is not None:
-                draft.id = str(uuid.uuid4())
+                draft.id = new_id()
                 op = turn.tools.record(out.content, draft.id)
                 draft.step_number = turn.step_number
                 if op is not None:

@@ -7,6 +7,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchlib.procs import ROOT
@@ -22,9 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, databases)")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-bench-"))
+    started = time.monotonic()
 
     def log(text: str) -> None:
-        print(f"==> {text}", file=sys.stderr, flush=True)
+        print(f"==> [{time.monotonic() - started:5.1f} s] {text}", file=sys.stderr, flush=True)
 
     log(f"working in {workdir}")
     try:

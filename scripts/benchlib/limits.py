@@ -4,7 +4,7 @@
 ``synchronous=NORMAL``, ``busy_timeout``, ``foreign_keys``) and the server's own schema
 (``Base.metadata.create_all``, so the same columns and indexes), inserting the rows the
 server would store for the same flood updates (content from the server's ``Translator``,
-the raw JSON-RPC frame, ids, timestamps), ``BATCH`` rows per transaction
+the raw JSON-RPC frame, ids made like the server's, timestamps), ``BATCH`` rows per transaction
 (``executemany`` + commit). JSON encoding (orjson, as the server) and the timestamp are
 inside the timed loop.
 
@@ -58,6 +58,8 @@ def _schema(path: Path) -> None:
 def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, Any]:
     import orjson
 
+    from server.writer import new_id  # the same ids as the server's rows
+
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"limit-{kind}.sqlite"
     _schema(path)
@@ -80,7 +82,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
     for start in range(0, count, BATCH):
         stamp = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
         params = [
-            (str(uuid.uuid4()), session_id, start + n + 1, run_id, 0, "agent", kind_, True, False,
+            (new_id(), session_id, start + n + 1, run_id, 0, "agent", kind_, True, False,
              dumps(content).decode(), dumps(raw).decode(), stamp)
             for n, (content, raw, kind_) in enumerate(rows[start:start + BATCH])
         ]
