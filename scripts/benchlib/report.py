@@ -63,7 +63,7 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """(figure, value, limit measured in the same run, value ÷ limit, server CPU)."""
+    """(figure, value, limit measured in the same run, value ÷ limit, server CPU and notes)."""
     lim = r["limits"]
     out: list[tuple[str, str, str, str, str]] = []
     for kind, label in (("text", "text chunks ~100 B"), ("tool", "tool updates ~5 KB")):
@@ -105,7 +105,7 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
 
 
 def table(r: dict[str, Any]) -> str:
-    header = ("figure", "value", "limit (same run)", "÷ limit", "notes")
+    header = ("figure", "value", "limit (same run)", "÷ limit", "server CPU, notes")
     body = rows(r)
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
 
@@ -128,11 +128,13 @@ def markdown(r: dict[str, Any], notes: str = "") -> str:
     out = [
         "# Benchmark results",
         "",
-        f"`./scripts/bench` on {meta['time']}: {meta['cpus']} CPUs, Python {meta['python']}, "
-        f"load average {meta['loadavg_before'][0]:.2f} before and {meta['loadavg_after'][0]:.2f} after, "
-        f"{meta['seconds']:.0f} s in all.",
+        f"`./scripts/bench` on {meta['time']} (commit {meta.get('commit') or 'unknown'}): "
+        f"{meta['cpus']} CPUs, Python {meta['python']}, "
+        f"1-minute load average {meta['loadavg_before'][0]:.2f} at the start, "
+        + "".join(f"{v:.2f} at {k.split(' (')[0]}, " for k, v in meta.get("loadavg_1min_per_phase", {}).items())
+        + f"{meta['loadavg_after'][0]:.2f} at the end; {meta['seconds']:.0f} s in all.",
         "",
-        "| figure | value | limit (same run) | ÷ limit | notes |",
+        "| figure | value | limit (same run) | ÷ limit | server CPU, notes |",
         "|---|---|---|---|---|",
     ]
     out += [f"| {' | '.join(cell.replace('|', '/') or ' ' for cell in row)} |" for row in rows(r)]

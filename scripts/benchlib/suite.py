@@ -293,17 +293,40 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
 # -- the whole run ----------------------------------------------------------------------
 
 
+def _commit() -> str | None:
+    """The commit measured (``+changes`` when the tree differs from it), if git knows."""
+    import subprocess
+
+    from benchlib.procs import ROOT
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "server",
+                                "store", "agent_bridge"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+changes" if dirty else head
+
+
 def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
+    loads: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        loads[name] = os.getloadavg()[0]
+        log(name)
+
     ctx = Context(sizes, workdir, log=log)
     started = time.perf_counter()
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
     try:
-        log("start-up (server and bare uvicorn)")
+        phase("start-up (server and bare uvicorn)")
         results["startup"] = phase_startup(ctx)
-        log("limits (raw sqlite3, demo agent start)")
+        phase("limits (raw sqlite3, demo agent start)")
         results["limits"] = phase_limits(ctx)
-        log("ingest, latency, fan-out (server and bare relay)")
+        phase("ingest, latency, fan-out (server and bare relay)")
         server = Server.start(ctx.tracker, workdir / "main", env={"MAX_CONCURRENT_SESSIONS": "500"})
         results["startup"]["runs_s"].append(server.startup_seconds)
         results["startup"]["median_s"] = median(results["startup"]["runs_s"])
@@ -315,7 +338,7 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
         finally:
             results["startup"]["stop_s"] = ctx.tracker.stop(server.process, timeout=60)
             ctx.tracker.stop(bare.process)
-        log(f"scale ({sizes.scale_sessions} sessions with live agents)")
+        phase(f"scale ({sizes.scale_sessions} sessions with live agents)")
         results["scale"] = phase_scale(ctx)
     finally:
         ctx.tracker.stop_all()
@@ -323,8 +346,8 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
         if left:
             ctx.problems.append(f"processes left running (killed now): {left}")
     results["meta"] = {
-        "sizes": asdict(sizes), "seconds": time.perf_counter() - started,
-        "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+        "sizes": asdict(sizes), "seconds": time.perf_counter() - started, "commit": _commit(),
+        "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "loadavg_1min_per_phase": loads,
         "cpus": os.cpu_count(), "python": sys.version.split()[0],
         "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
