@@ -13,7 +13,8 @@ __all__ = ["iso", "message_view", "repo_view", "run_view", "session_view", "tool
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    text = value.isoformat(timespec="milliseconds")  # UTC from the store; half strftime's cost
+    return text[:-6] + "Z" if text.endswith("+00:00") else text + "Z"
 
 
 def repo_view(repo: Repo) -> dict[str, Any]:

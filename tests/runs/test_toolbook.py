@@ -32,8 +32,11 @@ class Db:
     def __init__(self) -> None:
         self.writes: list[tuple[str, dict[str, Any]]] = []
 
-    async def execute(self, statement: Any) -> None:
-        self.writes.append((statement.table.name, dict(statement.compile().params)))
+    async def execute(self, statement: Any, params: dict[str, Any] | None = None) -> None:
+        # A cached statement gets its values as parameters (minus the WHERE's row_id).
+        values = dict(params) if params is not None else dict(statement.compile().params)
+        values.pop("row_id", None)
+        self.writes.append((statement.table.name, values))
 
 
 @pytest.fixture
@@ -152,3 +155,22 @@ def test_cost_is_the_change_of_the_cumulative_cost() -> None:
     known = Turn("r", max_steps=1, cost_base=1.25)
     known.note_cost({"amount": 2.0, "currency": "USD"})
     assert known.cost() == {"amount": 0.75, "currency": "USD"}
+
+
+async def test_updates_of_one_call_merge_into_one_write_per_commit(clock: Clock) -> None:
+    turn = Turn("run-1", max_steps=50, session_id="s")
+    db = Db()
+    insert = turn.tools.record(tool("c1", "pending"), "m1")
+    first = turn.tools.record(tool("c1", "in_progress"), "m2")
+    clock.advance(0.5)
+    assert turn.tools.record(tool("c1", "in_progress", result={"partial": 1}), "m3") is None
+    assert turn.tools.record(tool("c1", "completed", result={"done": True}), "m4") is None
+    await insert(db)
+    await first(db)  # the writer runs the queued op once: it carries the latest state
+    written = last_write(db, "tool_calls")
+    assert written["status"] == "completed" and written["output"] == {"done": True}
+    assert written["message_id"] == "m4" and written["duration_ms"] == 500
+    assert "started_at" in written
+    assert [name for name, _ in db.writes].count("tool_calls") == 2  # insert + one update
+    await first(db)  # a retried commit writes the same values again
+    assert last_write(db, "tool_calls") == written
