@@ -14,17 +14,27 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
-__all__ = ["LOG_CONTEXT", "REQUEST_ID", "JsonFormatter", "TextFormatter", "log_context", "setup_logging"]
+__all__ = [
+    "LOG_CONTEXT",
+    "REQUEST_ID",
+    "JsonFormatter",
+    "TextFormatter",
+    "log_context",
+    "setup_logging",
+]
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
-LOG_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("log_context", default={})
+LOG_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "log_context", default=MappingProxyType({})
+)
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message", "asctime", "taskName",
     "color_message",  # uvicorn's copy of the message with terminal colours

@@ -61,7 +61,9 @@ class Receipt:
 
     __slots__ = ("_done", "_event", "error", "ops", "rows", "session_id")
 
-    def __init__(self, session_id: str | None, rows: list[dict[str, Any]], ops: Sequence[Op]) -> None:
+    def __init__(
+        self, session_id: str | None, rows: list[dict[str, Any]], ops: Sequence[Op]
+    ) -> None:
         self.session_id = session_id
         self.rows = rows
         self.ops = ops
@@ -285,6 +287,7 @@ def new_id() -> str:
         _random = bytearray(os.urandom(4096))
     bits = int.from_bytes(_random[-10:])
     del _random[-10:]
-    n = (time.time_ns() // 1_000_000) << 80 | (bits >> 62 & 0xFFF) << 64 | (bits & (1 << 62) - 1) | _VERSION_7
+    millis = time.time_ns() // 1_000_000
+    n = millis << 80 | (bits >> 62 & 0xFFF) << 64 | (bits & (1 << 62) - 1) | _VERSION_7
     h = f"{n:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -46,8 +46,15 @@ def captured() -> Iterator[list[dict[str, Any]]]:
 def restore_logging() -> Iterator[None]:
     """setup_logging changes process-wide loggers: put them back afterwards."""
     names = ["", "agent_sessions", "uvicorn", "uvicorn.error", "uvicorn.access"]
-    saved = [(logging.getLogger(n), logging.getLogger(n).handlers[:], logging.getLogger(n).level,
-              logging.getLogger(n).propagate) for n in names]
+    saved = [
+        (
+            logging.getLogger(n),
+            logging.getLogger(n).handlers[:],
+            logging.getLogger(n).level,
+            logging.getLogger(n).propagate,
+        )
+        for n in names
+    ]
     yield
     for logger, handlers, level, propagate in saved:
         logger.handlers[:] = handlers
@@ -62,7 +69,9 @@ def record(message: str, *, exc: bool = False, **extra: Any) -> logging.LogRecor
             raise ValueError("boom\nsecond line")
         except ValueError:
             exc_info = sys.exc_info()
-    made = logging.LogRecord("agent_sessions.test", logging.WARNING, __file__, 1, message, None, exc_info)
+    made = logging.LogRecord(
+        "agent_sessions.test", logging.WARNING, __file__, 1, message, None, exc_info
+    )
     made.__dict__.update(extra)
     return made
 
@@ -80,10 +89,19 @@ def test_json_formatter_one_object_with_ids_and_context() -> None:
     assert "\n" not in line
     entry = json.loads(line)
     assert REQUIRED <= set(entry)
-    assert entry["time"].endswith("Z") and entry["level"] == "warning" and entry["logger"] == "agent_sessions.test"
+    assert (
+        entry["time"].endswith("Z")
+        and entry["level"] == "warning"
+        and entry["logger"] == "agent_sessions.test"
+    )
     assert entry["message"] == "two\nlines"
     # the record's own extra wins over the context; the context fills in the rest
-    assert (entry["session_id"], entry["run_id"], entry["request_id"], entry["pid"]) == ("s-1", "r-1", "req-1", 7)
+    assert (entry["session_id"], entry["run_id"], entry["request_id"], entry["pid"]) == (
+        "s-1",
+        "r-1",
+        "req-1",
+        7,
+    )
     assert "ValueError: boom" in entry["exception"]
 
 
@@ -155,13 +173,19 @@ def test_a_500_carries_the_request_id_of_its_log_record(
 def run_one_turn(server: LiveServer) -> tuple[str, str]:
     """Create a session, run one turn to its end, delete it; (session id, run id)."""
     with httpx.Client(base_url=server.url, timeout=30) as http:
-        repo_id = next(r["id"] for r in http.get("/api/repos").json()["repos"] if r["name"] == "demo")
+        repo_id = next(
+            r["id"] for r in http.get("/api/repos").json()["repos"] if r["name"] == "demo"
+        )
         session_id = http.post("/api/sessions", json={"repoId": repo_id}).json()["id"]
-        run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "hello"}).json()["runId"]
+        run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "hello"}).json()[
+            "runId"
+        ]
         deadline = time.monotonic() + 30
         while not any(
             m["content"]["type"] == "run" and m["content"]["status"] != "running"
-            for m in http.get(f"/api/sessions/{session_id}/messages", params={"type": "run"}).json()["messages"]
+            for m in http.get(
+                f"/api/sessions/{session_id}/messages", params={"type": "run"}
+            ).json()["messages"]
         ):
             assert time.monotonic() < deadline, "the run did not end"
             time.sleep(0.02)  # polling the stored log of another process
@@ -187,37 +211,55 @@ def parsed(lines: list[str]) -> list[dict[str, Any]]:
     return entries
 
 
-def test_json_server_logs_are_json_objects_and_carry_the_session(json_server_lines: tuple[list[str], str, str]) -> None:
+def test_json_server_logs_are_json_objects_and_carry_the_session(
+    json_server_lines: tuple[list[str], str, str],
+) -> None:
     lines, session_id, run_id = json_server_lines
     entries = parsed(lines)
     ours = [e for e in entries if str(e.get("logger", "")).startswith("agent_sessions")]
     assert ours and all(REQUIRED <= set(e) for e in entries)
-    assert not [line for line in lines if '"logger":"agent_sessions' in line and not line.startswith("{")]
-    session_events = [e for e in ours if e.get("event") == "active_count" or e["message"] == "run ended"]
+    assert not [
+        line for line in lines if '"logger":"agent_sessions' in line and not line.startswith("{")
+    ]
+    session_events = [
+        e for e in ours if e.get("event") == "active_count" or e["message"] == "run ended"
+    ]
     assert len(session_events) >= 3  # created, run ended, cancelled
     assert all(e.get("session_id") == session_id for e in session_events)
     [ended] = [e for e in ours if e["message"] == "run ended"]
     assert ended["run_id"] == run_id and ended["status"] == "completed"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: server/cli.py serve() lets uvicorn configure its own loggers (uvicorn.Config without "
-    "log_config=None), so uvicorn's lines ('INFO:     Started server process') are plain text, and "
-    "it print()s 'agent-sessions: open http://…' to stderr; fix: log_config=None and log that line "
-    "through logging.getLogger('agent_sessions.cli') — setup_logging already routes uvicorn's "
-    "loggers through the JSON handler"))
-def test_every_line_of_a_json_server_is_json(json_server_lines: tuple[list[str], str, str]) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/cli.py serve() lets uvicorn configure its own loggers (uvicorn.Config "
+        "without log_config=None), so uvicorn's lines ('INFO:     Started server process') are "
+        "plain text, and it print()s 'agent-sessions: open http://…' to stderr; fix: "
+        "log_config=None and log that line through logging.getLogger('agent_sessions.cli') — "
+        "setup_logging already routes uvicorn's loggers through the JSON handler"
+    ),
+)
+def test_every_line_of_a_json_server_is_json(
+    json_server_lines: tuple[list[str], str, str],
+) -> None:
     lines, _, _ = json_server_lines
     assert [line for line in lines if not line.startswith("{")] == []
     assert all(REQUIRED <= set(e) for e in parsed(lines))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: server/live_session.py LiveSession.run does not set the log context, so the lines its "
-    "agent's tasks log (agent process started/exited, invalid agent lines, stderr) carry no "
-    "session_id; fix: wrap its body in `with log_context(session_id=self.id):` (server.logs), "
-    "the tasks it starts inherit it"))
-def test_agent_process_lines_carry_the_session(json_server_lines: tuple[list[str], str, str]) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/live_session.py LiveSession.run does not set the log context, so the "
+        "lines its agent's tasks log (agent process started/exited, invalid agent lines, "
+        "stderr) carry no session_id; fix: wrap its body in "
+        "`with log_context(session_id=self.id):` (server.logs), the tasks it starts inherit it"
+    ),
+)
+def test_agent_process_lines_carry_the_session(
+    json_server_lines: tuple[list[str], str, str],
+) -> None:
     lines, session_id, _ = json_server_lines
     agent = [e for e in parsed(lines) if e.get("event") in ("agent_spawned", "agent_exited")]
     assert len(agent) == 2 and all(e.get("session_id") == session_id for e in agent)

@@ -72,7 +72,9 @@ def test_exposition_has_every_metric_with_its_type(client: TestClient) -> None:
     assert {name: families.get(name) for name in FAMILIES} == FAMILIES
 
 
-def test_a_turn_with_a_permission_moves_every_turn_metric(client: TestClient, demo_repo_id: str) -> None:
+def test_a_turn_with_a_permission_moves_every_turn_metric(
+    client: TestClient, demo_repo_id: str
+) -> None:
     before = scrape(client)
     session = create_session(client, demo_repo_id)
     created = scrape(client)
@@ -99,12 +101,14 @@ def test_a_turn_with_a_permission_moves_every_turn_metric(client: TestClient, de
     by_type = Counter(m["content"]["type"] for m in stored)
     assert {"text", "tool", "permission", "run", "status"} <= set(by_type)
     for kind, count in by_type.items():
-        assert change(before, after, "agent_sessions_messages_stored_total", type=kind) == count, kind
+        assert change(before, after, "agent_sessions_messages_stored_total", type=kind) == count, (
+            kind
+        )
     assert change(before, after, "agent_sessions_store_batch_rows_sum") == len(stored)
     commits = change(before, after, "agent_sessions_store_commit_seconds_count")
     assert 1 <= commits == change(before, after, "agent_sessions_store_batch_rows_count")
     assert change(before, after, "agent_sessions_store_commit_seconds_sum") > 0
-    assert change(before, after, 'agent_sessions_store_commit_seconds_bucket', le="+Inf") == commits
+    assert change(before, after, "agent_sessions_store_commit_seconds_bucket", le="+Inf") == commits
 
     assert client.delete(f"/api/sessions/{session['id']}").status_code == 200
     ended = scrape(client)
@@ -114,7 +118,9 @@ def test_a_turn_with_a_permission_moves_every_turn_metric(client: TestClient, de
 
 def test_refused_create_counts_a_429(make_settings: Callable[..., Settings]) -> None:
     with TestClient(create_app(make_settings(MAX_CONCURRENT_SESSIONS="1"))) as client:
-        repo_id = next(r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo")
+        repo_id = next(
+            r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo"
+        )
         before = scrape(client)
         first = create_session(client, repo_id)
         refused = client.post("/api/sessions", json={"repoId": repo_id})
@@ -135,8 +141,10 @@ def test_viewers_gauge_follows_websockets(client: TestClient, demo_repo_id: str)
         return value(scrape(client), "agent_sessions_websocket_viewers")
 
     assert viewers() == 0
-    with client.websocket_connect(f"/ws/sessions/{session['id']}") as first, \
-            client.websocket_connect(f"/ws/sessions/{session['id']}") as second:
+    with (
+        client.websocket_connect(f"/ws/sessions/{session['id']}") as first,
+        client.websocket_connect(f"/ws/sessions/{session['id']}") as second,
+    ):
         for ws in (first, second):
             frame: dict[str, Any] = {}
             while frame.get("type") != "live":
@@ -145,15 +153,23 @@ def test_viewers_gauge_follows_websockets(client: TestClient, demo_repo_id: str)
     wait_until(lambda: viewers() == 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: server/hub.py sets agent_sessions_active only when a session changes "
-    "(log_active_count); a restarted server reports 0 until then although sessions left "
-    "active in the database are still active; fix: set it from count_active_sessions once "
-    "at start (Hub.recover or the lifespan)"))
-def test_active_sessions_gauge_is_right_after_a_restart(make_settings: Callable[..., Settings]) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: server/hub.py sets agent_sessions_active only when a session changes "
+        "(log_active_count); a restarted server reports 0 until then although sessions left "
+        "active in the database are still active; fix: set it from count_active_sessions once "
+        "at start (Hub.recover or the lifespan)"
+    ),
+)
+def test_active_sessions_gauge_is_right_after_a_restart(
+    make_settings: Callable[..., Settings],
+) -> None:
     settings = make_settings()
     with TestClient(create_app(settings)) as client:
-        repo_id = next(r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo")
+        repo_id = next(
+            r["id"] for r in client.get("/api/repos").json()["repos"] if r["name"] == "demo"
+        )
         create_session(client, repo_id)
     metrics.ACTIVE_SESSIONS.set(0)  # what a new process starts with
     with TestClient(create_app(settings)) as client:

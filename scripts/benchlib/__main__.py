@@ -17,10 +17,18 @@ from benchlib.suite import FULL, QUICK, run_suite
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that everything works")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
-                        help="where latest.json and latest.md go (default: bench/results)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, databases)")
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny sizes: checks that everything works"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results",
+        help="where latest.json and latest.md go (default: bench/results)",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary directory (logs, databases)"
+    )
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-bench-"))
     started = time.monotonic()

@@ -35,8 +35,9 @@ BATCH_LINES = 64
 READ_CHUNK = 256 * 1024
 
 
-def frame_for(kind: str, i: int, count: int, session_id: str, seq: int,
-              translator: Any = None) -> dict[str, Any]:
+def frame_for(
+    kind: str, i: int, count: int, session_id: str, seq: int, translator: Any = None
+) -> dict[str, Any]:
     """The message frame the real server sends for flood update ``i`` (stamped now);
     pass one ``Translator`` for a whole flood, as the server has one per session."""
     from agent_bridge.demo_agent.flood import make_update
@@ -48,8 +49,13 @@ def frame_for(kind: str, i: int, count: int, session_id: str, seq: int,
     return {
         "type": "message",
         "message": {
-            "id": str(uuid.uuid4()), "sessionId": session_id, "runId": session_id, "seq": seq,
-            "role": "system" if kind == "tool" else "agent", "content": content, "stepNumber": 0,
+            "id": str(uuid.uuid4()),
+            "sessionId": session_id,
+            "runId": session_id,
+            "seq": seq,
+            "role": "system" if kind == "tool" else "agent",
+            "content": content,
+            "stepNumber": 0,
             "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds")[:23] + "Z",
         },
     }
@@ -74,11 +80,14 @@ def produce(count: int, kind: str, rate: float | None) -> None:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-        buffer += orjson.dumps(frame_for(kind, i, count, session_id, i + 1, translator), option=orjson.OPT_APPEND_NEWLINE)
+        buffer += orjson.dumps(
+            frame_for(kind, i, count, session_id, i + 1, translator),
+            option=orjson.OPT_APPEND_NEWLINE,
+        )
         if rate is not None or (i + 1) % BATCH_LINES == 0 or i == count - 1:
             view = memoryview(buffer)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             view.release()
             buffer.clear()
 
@@ -109,8 +118,15 @@ async def relay(port: int) -> None:
         kind = "tool" if "tool" in args[2:] else "text"
         rate = next((a[5:] for a in args[2:] if a.startswith("rate=")), "0")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchlib.bare", "produce", str(count), kind, rate,
-            stdout=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL,
+            sys.executable,
+            "-m",
+            "benchlib.bare",
+            "produce",
+            str(count),
+            kind,
+            rate,
+            stdout=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.DEVNULL,
         )
         assert process.stdout is not None
         rest = b""
@@ -171,8 +187,15 @@ def http(port: int) -> None:
         return JSONResponse({"status": "ready"})
 
     app = Starlette(routes=[Route("/readyz", readyz)])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio",
-                ws_per_message_deflate=False, access_log=False)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_per_message_deflate=False,
+        access_log=False,
+    )
 
 
 def main() -> None:

@@ -29,7 +29,9 @@ __all__ = ["BATCH", "agent_start_seconds", "sqlite_rows_per_second"]
 BATCH = 1000
 
 
-def _rows(kind: str, count: int, session_id: str) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+def _rows(
+    kind: str, count: int, session_id: str
+) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
     """(content, raw frame, type) per flood update, as the server gets them."""
     from agent_bridge.demo_agent.flood import make_update
     from server.translate import Translator
@@ -39,7 +41,11 @@ def _rows(kind: str, count: int, session_id: str) -> list[tuple[dict[str, Any], 
     for i in range(count):
         update = make_update(kind, i, count)
         update["_meta"] = {"demo": {"t": time.time(), "i": i}}
-        raw = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+        raw = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": session_id, "update": update},
+        }
         content = translator.translate(update, raw)[-1].content
         rows.append((content, raw, content["type"]))
     return rows
@@ -66,25 +72,47 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
     session_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     rows = _rows(kind, count, session_id)
     db = sqlite3.connect(path, isolation_level=None)
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON"):
+    for pragma in (
+        "journal_mode=WAL",
+        "synchronous=NORMAL",
+        "busy_timeout=30000",
+        "foreign_keys=ON",
+    ):
         db.execute(f"PRAGMA {pragma}")
     now = datetime.now(UTC).replace(tzinfo=None)
     db.execute("INSERT INTO repos VALUES (?, ?, ?, ?, ?)", ("r", "r", "/r", 0, str(now)))
     db.execute(
-        "INSERT INTO sessions (id, repo_id, agent_id, status, created_at, updated_at, last_activity_at,"
-        " last_seq, needs_context, metadata) VALUES (?, 'r', 'default', 'active', ?, ?, ?, 0, 0, '{}')",
+        "INSERT INTO sessions (id, repo_id, agent_id, status, created_at, updated_at,"
+        " last_activity_at, last_seq, needs_context, metadata)"
+        " VALUES (?, 'r', 'default', 'active', ?, ?, ?, 0, 0, '{}')",
         (session_id, str(now), str(now), str(now)),
     )
-    columns = "id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw, created_at"
-    sql = f"INSERT INTO messages ({columns}) VALUES ({', '.join('?' * 12)})"
+    columns = (
+        "id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,"
+        " created_at"
+    )
+    # constant column list and placeholders: nothing from outside goes into the SQL
+    sql = f"INSERT INTO messages ({columns}) VALUES ({', '.join('?' * 12)})"  # noqa: S608
     dumps = orjson.dumps
     started = time.perf_counter()
     for start in range(0, count, BATCH):
         stamp = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
         params = [
-            (new_id(), session_id, start + n + 1, run_id, 0, "agent", kind_, True, False,
-             dumps(content).decode(), dumps(raw).decode(), stamp)
-            for n, (content, raw, kind_) in enumerate(rows[start:start + BATCH])
+            (
+                new_id(),
+                session_id,
+                start + n + 1,
+                run_id,
+                0,
+                "agent",
+                kind_,
+                True,
+                False,
+                dumps(content).decode(),
+                dumps(raw).decode(),
+                stamp,
+            )
+            for n, (content, raw, kind_) in enumerate(rows[start : start + BATCH])
         ]
         db.execute("BEGIN IMMEDIATE")
         db.executemany(sql, params)
@@ -104,17 +132,34 @@ def agent_start_seconds(cwd: Path, runs: int) -> list[float]:
     for _ in range(runs):
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-m", "agent_bridge.demo_agent"], cwd=cwd, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", "agent_bridge.demo_agent"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         assert process.stdin is not None and process.stdout is not None
         try:
             calls = [
-                ("initialize", {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}}),
+                (
+                    "initialize",
+                    {
+                        "protocolVersion": 1,
+                        "clientCapabilities": {
+                            "fs": {"readTextFile": True, "writeTextFile": True},
+                            "terminal": False,
+                        },
+                    },
+                ),
                 ("session/new", {"cwd": str(cwd), "mcpServers": []}),
             ]
             for n, (method, params) in enumerate(calls, 1):
-                process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}).encode() + b"\n")
+                process.stdin.write(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": n, "method": method, "params": params}
+                    ).encode()
+                    + b"\n"
+                )
                 process.stdin.flush()
                 while True:
                     line = process.stdout.readline()

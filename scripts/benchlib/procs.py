@@ -92,7 +92,9 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def http_json(base: str, method: str, path: str, body: Any = None, timeout: float = 60) -> tuple[int, Any]:
+def http_json(
+    base: str, method: str, path: str, body: Any = None, timeout: float = 60
+) -> tuple[int, Any]:
     """One HTTP request on a fresh loopback connection; (status, parsed JSON or None)."""
     host, port = base.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
@@ -133,8 +135,15 @@ class Tracker:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     seen: set[int] = field(default_factory=set)
 
-    def spawn(self, argv: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
-              stdout: Any = None, stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        stdout: Any = None,
+        stdin: Any = subprocess.DEVNULL,
+    ) -> subprocess.Popen[bytes]:
         full_env = {**os.environ, **(env or {})}
         full_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(SCRIPTS), full_env.get("PYTHONPATH", "")) if p
@@ -142,7 +151,10 @@ class Tracker:
         handle = log.open("ab") if log is not None else None
         try:
             process = subprocess.Popen(
-                argv, cwd=ROOT, env=full_env, stdin=stdin,
+                argv,
+                cwd=ROOT,
+                env=full_env,
+                stdin=stdin,
                 stdout=stdout if stdout is not None else (handle or subprocess.DEVNULL),
                 stderr=handle or subprocess.DEVNULL,
             )
@@ -207,8 +219,14 @@ class Server:
         return self.process.pid
 
     @classmethod
-    def start(cls, tracker: Tracker, workdir: Path, *, env: dict[str, str] | None = None,
-              log_name: str = "server.log") -> Server:
+    def start(
+        cls,
+        tracker: Tracker,
+        workdir: Path,
+        *,
+        env: dict[str, str] | None = None,
+        log_name: str = "server.log",
+    ) -> Server:
         """Start with a fresh SQLite file under ``workdir``; time start → /readyz 200."""
         port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
@@ -229,8 +247,9 @@ class Server:
             **(env or {}),
         }
         started = time.perf_counter()
-        process = tracker.spawn([sys.executable, "-m", "server.cli", "serve"], env=full_env,
-                                log=workdir / log_name)
+        process = tracker.spawn(
+            [sys.executable, "-m", "server.cli", "serve"], env=full_env, log=workdir / log_name
+        )
         try:
             ready = wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60)
         except RuntimeError:

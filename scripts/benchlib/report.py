@@ -44,20 +44,38 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     fan = r["fanout"].get("100") or r["fanout"][max(r["fanout"], key=int)]
     fan_ratio = (fan["server"]["deliveries_per_s"] or 0) / (fan["bare"]["deliveries_per_s"] or 1)
     out = [
-        {"target": f"ingest ≥ {TARGET_INGEST_TEXT:,} text updates/s", "value": text["updates_per_s"],
-         "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_TEXT},
-        {"target": f"ingest ≥ {TARGET_INGEST_RATIO} × raw sqlite3 (same run)",
-         "value": (text["updates_per_s"] or 0) / sqlite_text,
-         "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_RATIO * sqlite_text},
-        {"target": f"p99 ≤ {TARGET_P99_MS_AT_1000:g} ms at 1 000 updates/s", "value": p99.get("p99"),
-         "met": p99.get("p99") is not None and p99["p99"] <= TARGET_P99_MS_AT_1000},
-        {"target": f"fan-out to {fan['server']['viewers']} viewers ≥ {TARGET_FANOUT_RATIO} × bare broadcast",
-         "value": fan_ratio, "met": fan_ratio >= TARGET_FANOUT_RATIO},
-        {"target": f"RSS growth ≤ {TARGET_RSS_MB:g} MB per session ({r['scale']['sessions']} sessions)",
-         "value": r["scale"]["rss_growth_per_session_mb"],
-         "met": r["scale"]["rss_growth_per_session_mb"] <= TARGET_RSS_MB},
-        {"target": f"start-up ≤ {TARGET_STARTUP_S:g} s (median)", "value": r["startup"]["median_s"],
-         "met": r["startup"]["median_s"] <= TARGET_STARTUP_S},
+        {
+            "target": f"ingest ≥ {TARGET_INGEST_TEXT:,} text updates/s",
+            "value": text["updates_per_s"],
+            "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_TEXT,
+        },
+        {
+            "target": f"ingest ≥ {TARGET_INGEST_RATIO} × raw sqlite3 (same run)",
+            "value": (text["updates_per_s"] or 0) / sqlite_text,
+            "met": (text["updates_per_s"] or 0) >= TARGET_INGEST_RATIO * sqlite_text,
+        },
+        {
+            "target": f"p99 ≤ {TARGET_P99_MS_AT_1000:g} ms at 1 000 updates/s",
+            "value": p99.get("p99"),
+            "met": p99.get("p99") is not None and p99["p99"] <= TARGET_P99_MS_AT_1000,
+        },
+        {
+            "target": f"fan-out to {fan['server']['viewers']} viewers"
+            f" ≥ {TARGET_FANOUT_RATIO} × bare broadcast",
+            "value": fan_ratio,
+            "met": fan_ratio >= TARGET_FANOUT_RATIO,
+        },
+        {
+            "target": f"RSS growth ≤ {TARGET_RSS_MB:g} MB per session"
+            f" ({r['scale']['sessions']} sessions)",
+            "value": r["scale"]["rss_growth_per_session_mb"],
+            "met": r["scale"]["rss_growth_per_session_mb"] <= TARGET_RSS_MB,
+        },
+        {
+            "target": f"start-up ≤ {TARGET_STARTUP_S:g} s (median)",
+            "value": r["startup"]["median_s"],
+            "met": r["startup"]["median_s"] <= TARGET_STARTUP_S,
+        },
     ]
     return out
 
@@ -69,38 +87,96 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     for kind, label in (("text", "text chunks ~100 B"), ("tool", "tool updates ~5 KB")):
         ing = r["ingest"][kind]
         sqlite = lim[f"sqlite_{kind}"]["rows_per_s"]
-        out.append((f"ingest, {label} (updates/s, stored + delivered)", _num(ing["updates_per_s"]),
-                    f"raw sqlite3 {_num(sqlite)} rows/s", _x(ing["updates_per_s"], sqlite),
-                    f"{ing['cpu_us_per_update']:.0f} µs/update"))
-        out.append((f"  same through the bare relay (no storage)", _num(ing["bare_updates_per_s"]),
-                    "", "", f"agent writes {_num(ing['producer_per_s'])}/s"))
+        out.append(
+            (
+                f"ingest, {label} (updates/s, stored + delivered)",
+                _num(ing["updates_per_s"]),
+                f"raw sqlite3 {_num(sqlite)} rows/s",
+                _x(ing["updates_per_s"], sqlite),
+                f"{ing['cpu_us_per_update']:.0f} µs/update",
+            )
+        )
+        out.append(
+            (
+                "  same through the bare relay (no storage)",
+                _num(ing["bare_updates_per_s"]),
+                "",
+                "",
+                f"agent writes {_num(ing['producer_per_s'])}/s",
+            )
+        )
     for rate, data in r["latency"].items():
         server, bare = data["server"], data["bare"]
         sl, bl = server["latency_ms"] or {}, bare["latency_ms"] or {}
-        out.append((f"latency at {int(rate):,}/s, p50 / p99 / max (ms)", _lat(sl),
-                    f"bare relay {_lat(bl)}", f"p99 {_x(sl.get('p99'), bl.get('p99'))}",
-                    f"{server['cpu_us_per_update']:.0f} µs/update"))
+        out.append(
+            (
+                f"latency at {int(rate):,}/s, p50 / p99 / max (ms)",
+                _lat(sl),
+                f"bare relay {_lat(bl)}",
+                f"p99 {_x(sl.get('p99'), bl.get('p99'))}",
+                f"{server['cpu_us_per_update']:.0f} µs/update",
+            )
+        )
     for viewers, data in r["fanout"].items():
         server, bare = data["server"], data["bare"]
-        out.append((f"fan-out to {viewers} viewer{'s' if viewers != '1' else ''} (deliveries/s)",
-                    _num(server["deliveries_per_s"]), f"bare broadcast {_num(bare['deliveries_per_s'])}",
-                    _x(server["deliveries_per_s"], bare["deliveries_per_s"]),
-                    f"{server['cpu_us_per_delivery']:.1f} µs/delivery (bare {bare['cpu_us_per_delivery']:.1f})"))
+        out.append(
+            (
+                f"fan-out to {viewers} viewer{'s' if viewers != '1' else ''} (deliveries/s)",
+                _num(server["deliveries_per_s"]),
+                f"bare broadcast {_num(bare['deliveries_per_s'])}",
+                _x(server["deliveries_per_s"], bare["deliveries_per_s"]),
+                f"{server['cpu_us_per_delivery']:.1f} µs/delivery"
+                f" (bare {bare['cpu_us_per_delivery']:.1f})",
+            )
+        )
     sc = r["scale"]
     agent = lim["agent_start_s"]
-    out.append((f"scale: create latency p50 / p99 (ms), {sc['sessions']} sessions",
-                f"{sc['create_ms']['p50']:.0f} / {sc['create_ms']['p99']:.0f}",
-                f"demo agent start {agent['p50'] * 1e3:.0f} ms", _x(sc["create_ms"]["p50"], agent["p50"] * 1e3), ""))
-    out.append(("scale: server RSS idle → 1 → all sessions (MB)",
-                f"{sc['rss_idle_mb']:.0f} → {sc['rss_one_session_mb']:.0f} → {sc['rss_all_mb']:.0f}", "", "",
-                f"agents {sc['agent_rss_each_mb']:.1f} MB RSS each"))
-    out.append(("scale: server RSS growth per session (MB)", f"{sc['rss_growth_per_session_mb']:.2f}", "", "", ""))
-    out.append((f"scale: CPU when idle, {sc['sessions']} live sessions (% of a core)",
-                f"{sc['idle_cpu_percent']:.1f}", "", "", f"agents {sc['agents_idle_cpu_percent']:.1f} % in all"))
+    out.append(
+        (
+            f"scale: create latency p50 / p99 (ms), {sc['sessions']} sessions",
+            f"{sc['create_ms']['p50']:.0f} / {sc['create_ms']['p99']:.0f}",
+            f"demo agent start {agent['p50'] * 1e3:.0f} ms",
+            _x(sc["create_ms"]["p50"], agent["p50"] * 1e3),
+            "",
+        )
+    )
+    out.append(
+        (
+            "scale: server RSS idle → 1 → all sessions (MB)",
+            f"{sc['rss_idle_mb']:.0f} → {sc['rss_one_session_mb']:.0f} → {sc['rss_all_mb']:.0f}",
+            "",
+            "",
+            f"agents {sc['agent_rss_each_mb']:.1f} MB RSS each",
+        )
+    )
+    out.append(
+        (
+            "scale: server RSS growth per session (MB)",
+            f"{sc['rss_growth_per_session_mb']:.2f}",
+            "",
+            "",
+            "",
+        )
+    )
+    out.append(
+        (
+            f"scale: CPU when idle, {sc['sessions']} live sessions (% of a core)",
+            f"{sc['idle_cpu_percent']:.1f}",
+            "",
+            "",
+            f"agents {sc['agents_idle_cpu_percent']:.1f} % in all",
+        )
+    )
     st = r["startup"]
-    out.append(("start-up: process start → /readyz (s, median)", f"{st['median_s']:.2f}",
-                f"bare uvicorn {st['bare_median_s']:.2f}", _x(st["median_s"], st["bare_median_s"]),
-                f"max {st['max_s']:.2f}"))
+    out.append(
+        (
+            "start-up: process start → /readyz (s, median)",
+            f"{st['median_s']:.2f}",
+            f"bare uvicorn {st['bare_median_s']:.2f}",
+            _x(st["median_s"], st["bare_median_s"]),
+            f"max {st['max_s']:.2f}",
+        )
+    )
     return out
 
 
@@ -131,7 +207,10 @@ def markdown(r: dict[str, Any], notes: str = "") -> str:
         f"`./scripts/bench` on {meta['time']} (commit {meta.get('commit') or 'unknown'}): "
         f"{meta['cpus']} CPUs, Python {meta['python']}, "
         f"1-minute load average {meta['loadavg_before'][0]:.2f} at the start, "
-        + "".join(f"{v:.2f} at {k.split(' (')[0]}, " for k, v in meta.get("loadavg_1min_per_phase", {}).items())
+        + "".join(
+            f"{v:.2f} at {k.split(' (')[0]}, "
+            for k, v in meta.get("loadavg_1min_per_phase", {}).items()
+        )
         + f"{meta['loadavg_after'][0]:.2f} at the end; {meta['seconds']:.0f} s in all.",
         "",
         "| figure | value | limit (same run) | ÷ limit | server CPU, notes |",
@@ -145,8 +224,12 @@ def markdown(r: dict[str, Any], notes: str = "") -> str:
         out.append(f"| {t['target']} | {shown} | {'yes' if t['met'] else '**no**'} |")
     st = r.get("store") or {}
     if st.get("commits"):
-        out += ["", f"Store over the ingest/latency/fan-out run: {st['commits']:.0f} commits, "
-                f"{st['rows_per_commit']:.1f} rows per commit on average, {st['mean_commit_ms']:.2f} ms mean commit."]
+        out += [
+            "",
+            f"Store over the ingest/latency/fan-out run: {st['commits']:.0f} commits, "
+            f"{st['rows_per_commit']:.1f} rows per commit on average, "
+            f"{st['mean_commit_ms']:.2f} ms mean commit.",
+        ]
     if r.get("problems"):
         out += ["", "Problems seen in this run:", *(f"- {p}" for p in r["problems"])]
     if notes:

@@ -50,9 +50,18 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(
-    startup_runs=1, sqlite_text_rows=2_000, sqlite_tool_rows=200, agent_start_runs=1,
-    ingest_text=500, ingest_tool=50, ingest_runs=1, latency_seconds=0.3,
-    fanout=((1, 200), (10, 50), (100, 10)), scale_sessions=3, idle_seconds=0.5, job_timeout=60.0,
+    startup_runs=1,
+    sqlite_text_rows=2_000,
+    sqlite_tool_rows=200,
+    agent_start_runs=1,
+    ingest_text=500,
+    ingest_tool=50,
+    ingest_runs=1,
+    latency_seconds=0.3,
+    fanout=((1, 200), (10, 50), (100, 10)),
+    scale_sessions=3,
+    idle_seconds=0.5,
+    job_timeout=60.0,
 )
 
 
@@ -68,21 +77,34 @@ class Context:
 # -- helpers ----------------------------------------------------------------------------
 
 
-def _viewers(ctx: Context, url: str, viewers: int, expect: int, prompt: str, *, latency: bool) -> dict[str, Any]:
+def _viewers(
+    ctx: Context, url: str, viewers: int, expect: int, prompt: str, *, latency: bool
+) -> dict[str, Any]:
     """Run one client job in its own process; its result dict."""
-    job = {"url": url, "viewers": viewers, "expect": expect, "prompt": prompt,
-           "timeout": ctx.sizes.job_timeout, "latency": latency}
+    job = {
+        "url": url,
+        "viewers": viewers,
+        "expect": expect,
+        "prompt": prompt,
+        "timeout": ctx.sizes.job_timeout,
+        "latency": latency,
+    }
     import subprocess
 
-    process = ctx.tracker.spawn([sys.executable, "-m", "benchlib.viewers", json.dumps(job)],
-                                stdout=subprocess.PIPE, log=ctx.workdir / "viewers.log")
+    process = ctx.tracker.spawn(
+        [sys.executable, "-m", "benchlib.viewers", json.dumps(job)],
+        stdout=subprocess.PIPE,
+        log=ctx.workdir / "viewers.log",
+    )
     try:
         out, _ = process.communicate(timeout=ctx.sizes.job_timeout + 60)
     except subprocess.TimeoutExpired:
         ctx.tracker.stop(process)
         raise RuntimeError(f"viewer job did not finish: {prompt!r} x{viewers}") from None
     if process.returncode != 0 or not out.strip():
-        raise RuntimeError(f"viewer job failed ({process.returncode}): see {ctx.workdir / 'viewers.log'}")
+        raise RuntimeError(
+            f"viewer job failed ({process.returncode}): see {ctx.workdir / 'viewers.log'}"
+        )
     result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     problems = []
     if result["complete"] < viewers:
@@ -113,8 +135,10 @@ class _Bare:
 
     def __init__(self, ctx: Context) -> None:
         self.port = free_port()
-        self.process = ctx.tracker.spawn([sys.executable, "-m", "benchlib.bare", "relay", str(self.port)],
-                                         log=ctx.workdir / "bare.log")
+        self.process = ctx.tracker.spawn(
+            [sys.executable, "-m", "benchlib.bare", "relay", str(self.port)],
+            log=ctx.workdir / "bare.log",
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -134,8 +158,16 @@ def _session(server: Server, repo_id: str) -> str:
     return str(server.api("POST", "/api/sessions", {"repoId": repo_id}, expect=201)["id"])
 
 
-def _flood(ctx: Context, target: Server | _Bare, repo_id: str | None, prompt: str, count: int,
-           viewers: int = 1, *, latency: bool = False) -> dict[str, Any]:
+def _flood(
+    ctx: Context,
+    target: Server | _Bare,
+    repo_id: str | None,
+    prompt: str,
+    count: int,
+    viewers: int = 1,
+    *,
+    latency: bool = False,
+) -> dict[str, Any]:
     """One flood through the real server (a fresh session, completed afterwards) or the
     bare relay; the result with rate and server CPU per update."""
     if isinstance(target, Server):
@@ -151,17 +183,25 @@ def _flood(ctx: Context, target: Server | _Bare, repo_id: str | None, prompt: st
         target.api("POST", f"/api/sessions/{session_id}/complete", expect=200)
     deliveries = count * viewers
     return {
-        "prompt": prompt, "viewers": viewers, "updates": count,
+        "prompt": prompt,
+        "viewers": viewers,
+        "updates": count,
         "updates_per_s": _rate(result, count),
         "deliveries_per_s": _rate(result, deliveries),
         "producer_per_s": (count / (result["last_t"] - result["first_t"]))
-        if result["last_t"] and result["first_t"] and result["last_t"] > result["first_t"] else None,
+        if result["last_t"] and result["first_t"] and result["last_t"] > result["first_t"]
+        else None,
         "server_cpu_s": cpu1 - cpu0,
         "cpu_us_per_update": (cpu1 - cpu0) / count * 1e6,
         "cpu_us_per_delivery": (cpu1 - cpu0) / deliveries * 1e6,
-        "latency_ms": {k: (v * 1e3 if isinstance(v, float) else v)
-                       for k, v in summary(result["latencies"]).items()} if latency else None,
-        "complete": result["complete"] == viewers, "gaps": result["gaps"],
+        "latency_ms": {
+            k: (v * 1e3 if isinstance(v, float) else v)
+            for k, v in summary(result["latencies"]).items()
+        }
+        if latency
+        else None,
+        "complete": result["complete"] == viewers,
+        "gaps": result["gaps"],
     }
 
 
@@ -176,20 +216,33 @@ def phase_startup(ctx: Context) -> dict[str, Any]:
         ctx.tracker.stop(server.process)
         port = free_port()
         started = time.perf_counter()
-        process = ctx.tracker.spawn([sys.executable, "-m", "benchlib.bare", "http", str(port)],
-                                    log=ctx.workdir / "bare-http.log")
-        bare.append(wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started)
+        process = ctx.tracker.spawn(
+            [sys.executable, "-m", "benchlib.bare", "http", str(port)],
+            log=ctx.workdir / "bare-http.log",
+        )
+        bare.append(
+            wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started
+        )
         ctx.tracker.stop(process)
-    return {"runs_s": real, "median_s": median(real), "max_s": max(real),
-            "bare_runs_s": bare, "bare_median_s": median(bare)}
+    return {
+        "runs_s": real,
+        "median_s": median(real),
+        "max_s": max(real),
+        "bare_runs_s": bare,
+        "bare_median_s": median(bare),
+    }
 
 
 def phase_limits(ctx: Context) -> dict[str, Any]:
     sizes = ctx.sizes
     agent = limits.agent_start_seconds(ctx.workdir / "agent-floor", sizes.agent_start_runs)
     return {
-        "sqlite_text": limits.sqlite_rows_per_second(ctx.workdir / "limits", "text", sizes.sqlite_text_rows),
-        "sqlite_tool": limits.sqlite_rows_per_second(ctx.workdir / "limits", "tool", sizes.sqlite_tool_rows),
+        "sqlite_text": limits.sqlite_rows_per_second(
+            ctx.workdir / "limits", "text", sizes.sqlite_text_rows
+        ),
+        "sqlite_tool": limits.sqlite_rows_per_second(
+            ctx.workdir / "limits", "tool", sizes.sqlite_tool_rows
+        ),
         "agent_start_s": {"runs": agent, "p50": median(agent), "max": max(agent)},
     }
 
@@ -206,11 +259,14 @@ def phase_relay(ctx: Context, server: Server, bare: _Bare, repo_id: str) -> dict
             runs.append(_flood(ctx, server, repo_id, prompt, count))
             bare_runs.append(_flood(ctx, bare, None, prompt, count))
         ingest[kind] = {
-            "runs": runs, "bare_runs": bare_runs,
+            "runs": runs,
+            "bare_runs": bare_runs,
             "updates_per_s": median([r["updates_per_s"] for r in runs if r["updates_per_s"]]),
             "cpu_us_per_update": median([r["cpu_us_per_update"] for r in runs]),
             "producer_per_s": median([r["producer_per_s"] for r in runs if r["producer_per_s"]]),
-            "bare_updates_per_s": median([r["updates_per_s"] for r in bare_runs if r["updates_per_s"]]),
+            "bare_updates_per_s": median(
+                [r["updates_per_s"] for r in bare_runs if r["updates_per_s"]]
+            ),
         }
     latency: dict[str, Any] = {}
     for rate in sizes.latency_rates:
@@ -236,22 +292,32 @@ def _store_metrics(server: Server) -> dict[str, Any]:
     """Commit batch size and latency over the whole run, from the server's /metrics."""
     values: dict[str, float] = {}
     for line in server.metrics_text().splitlines():
-        if line.startswith(("agent_sessions_store_batch_rows_", "agent_sessions_store_commit_seconds_")):
+        if line.startswith(
+            ("agent_sessions_store_batch_rows_", "agent_sessions_store_commit_seconds_")
+        ):
             name, _, value = line.rpartition(" ")
             if name.endswith(("_sum", "_count")):
                 values[name] = float(value)
     commits = values.get("agent_sessions_store_commit_seconds_count", 0)
     return {
         "commits": commits,
-        "rows_per_commit": values.get("agent_sessions_store_batch_rows_sum", 0) / commits if commits else None,
-        "mean_commit_ms": values.get("agent_sessions_store_commit_seconds_sum", 0) / commits * 1e3 if commits else None,
+        "rows_per_commit": values.get("agent_sessions_store_batch_rows_sum", 0) / commits
+        if commits
+        else None,
+        "mean_commit_ms": values.get("agent_sessions_store_commit_seconds_sum", 0) / commits * 1e3
+        if commits
+        else None,
     }
 
 
 def phase_scale(ctx: Context) -> dict[str, Any]:
     count = ctx.sizes.scale_sessions
-    server = Server.start(ctx.tracker, ctx.workdir / "scale",
-                          env={"MAX_CONCURRENT_SESSIONS": str(count + 10)}, log_name="server.log")
+    server = Server.start(
+        ctx.tracker,
+        ctx.workdir / "scale",
+        env={"MAX_CONCURRENT_SESSIONS": str(count + 10)},
+        log_name="server.log",
+    )
     try:
         repo_id = server.api("POST", "/api/repos", {"path": "bench"}, expect=201)["id"]
         rss_idle = rss_kib(server.pid)
@@ -267,7 +333,9 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
         agent_rss = sum(rss_kib(pid) for pid in agents)
         agent_cpu0 = sum(cpu_seconds(pid) for pid in agents)
         cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
-        time.sleep(ctx.sizes.idle_seconds)  # the measurement window itself: nothing happens on purpose
+        time.sleep(
+            ctx.sizes.idle_seconds
+        )  # the measurement window itself: nothing happens on purpose
         cpu1, t1 = cpu_seconds(server.pid), time.perf_counter()
         agent_cpu1 = sum(cpu_seconds(pid) for pid in agents)
         active = server.api("GET", "/api/sessions?status=active&limit=1", expect=200)["total"]
@@ -278,15 +346,21 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
         ctx.problems.append(f"agents still running after the server stopped: {left}")
     per_session = (rss_all - rss_first) / max(count - 1, 1)
     return {
-        "sessions": count, "active_reported": active, "agent_processes": len(agents),
-        "create_ms": {k: (v * 1e3 if isinstance(v, float) else v) for k, v in summary(latencies).items()},
-        "rss_idle_mb": rss_idle * 1024 / 1e6, "rss_one_session_mb": rss_first * 1024 / 1e6,
+        "sessions": count,
+        "active_reported": active,
+        "agent_processes": len(agents),
+        "create_ms": {
+            k: (v * 1e3 if isinstance(v, float) else v) for k, v in summary(latencies).items()
+        },
+        "rss_idle_mb": rss_idle * 1024 / 1e6,
+        "rss_one_session_mb": rss_first * 1024 / 1e6,
         "rss_all_mb": rss_all * 1024 / 1e6,
         "rss_growth_per_session_mb": per_session * 1024 / 1e6,
         "agent_rss_each_mb": agent_rss / max(len(agents), 1) * 1024 / 1e6,
         "idle_cpu_percent": (cpu1 - cpu0) / (t1 - t0) * 100,
         "agents_idle_cpu_percent": (agent_cpu1 - agent_cpu0) / (t1 - t0) * 100,
-        "stop_s": stop_s, "agents_left_after_stop": left,
+        "stop_s": stop_s,
+        "agents_left_after_stop": left,
     }
 
 
@@ -300,11 +374,30 @@ def _commit() -> str | None:
     from benchlib.procs import ROOT
 
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "server",
-                                "store", "agent_bridge"], cwd=ROOT, capture_output=True, text=True,
-                               timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "server",
+                "store",
+                "agent_bridge",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}+changes" if dirty else head
@@ -346,12 +439,16 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
         if left:
             ctx.problems.append(f"processes left running (killed now): {left}")
     results["meta"] = {
-        "sizes": asdict(sizes), "seconds": time.perf_counter() - started, "commit": _commit(),
-        "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "loadavg_1min_per_phase": loads,
-        "cpus": os.cpu_count(), "python": sys.version.split()[0],
+        "sizes": asdict(sizes),
+        "seconds": time.perf_counter() - started,
+        "commit": _commit(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "loadavg_1min_per_phase": loads,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
         "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     results["problems"] = ctx.problems
     results["processes_left"] = left
     return results
-

@@ -59,8 +59,15 @@ def _flood_text(content: dict[str, Any]) -> str | None:
 
 async def _open(url: str, gate: asyncio.Semaphore) -> ClientConnection:
     async with gate:
-        ws = await connect(url, compression=None, max_size=None, ping_interval=None, proxy=None,
-                           open_timeout=60, close_timeout=5)
+        ws = await connect(
+            url,
+            compression=None,
+            max_size=None,
+            ping_interval=None,
+            proxy=None,
+            open_timeout=60,
+            close_timeout=5,
+        )
         while True:  # hello, replay, then live
             frame = await ws.recv()
             if isinstance(frame, str) and frame.startswith('{"type":"live"'):
@@ -88,7 +95,7 @@ async def _consume(ws: ClientConnection, viewer: _Viewer, expect: int, latency: 
             text = _flood_text(message["content"])
             if not text or not text.startswith("t="):
                 continue
-            t = float(text[2:text.index(" ")])
+            t = float(text[2 : text.index(" ")])
             viewer.count += 1
             if viewer.first_recv is None:
                 viewer.first_recv, viewer.first_t = received, t
@@ -106,10 +113,15 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
     conns = await asyncio.gather(*(_open(job["url"], gate) for _ in range(count)))
     connect_seconds = time.perf_counter() - opened
     viewers = [_Viewer() for _ in conns]
-    tasks = [asyncio.create_task(_consume(ws, v, expect, bool(job.get("latency")))) for ws, v in zip(conns, viewers, strict=True)]
+    tasks = [
+        asyncio.create_task(_consume(ws, v, expect, bool(job.get("latency"))))
+        for ws, v in zip(conns, viewers, strict=True)
+    ]
     sent = time.time()
     if job.get("prompt"):
-        await conns[0].send(orjson.dumps({"type": "prompt", "text": job["prompt"], "id": "bench"}).decode())
+        await conns[0].send(
+            orjson.dumps({"type": "prompt", "text": job["prompt"], "id": "bench"}).decode()
+        )
     _done, pending = await asyncio.wait(tasks, timeout=float(job.get("timeout", 120)))
     for task in pending:
         task.cancel()
