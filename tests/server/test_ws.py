@@ -64,6 +64,16 @@ def reply_to(ws: WebSocketTestSession, command: Frame | str, ref: Any) -> tuple[
     return frames[-1], [f for f in frames[:-1] if f["type"] == "message"]
 
 
+def frames_to_run_end(ws: WebSocketTestSession, run_id: str, seen: list[Frame]) -> list[Frame]:
+    """``seen`` and what follows, up to the run's end: a turn may end while a command's
+    reply is on its way, so its end may be among the frames received already."""
+    ended = is_run_end(run_id)
+    for index, frame in enumerate(seen):
+        if ended(frame):
+            return seen[: index + 1]
+    return seen + receive_until(ws, ended)
+
+
 def seqs(frames: list[Frame]) -> list[int]:
     return [f["message"]["seq"] for f in frames if f["type"] == "message"]
 
@@ -146,15 +156,15 @@ def test_prompt_and_cancel_commands(client: TestClient, demo_repo_id: str) -> No
 
         receive_until(ws, lambda f: f["type"] == "message" and f["message"]["role"] == "agent"
                       and f["message"]["content"]["type"] == "text")  # the agent's turn has begun
-        ack, _ = reply_to(ws, {"type": "cancel", "id": "c1"}, "c1")
+        ack, before = reply_to(ws, {"type": "cancel", "id": "c1"}, "c1")
         assert ack == {"type": "ack", "ref": "c1"}
-        end = receive_until(ws, is_run_end(run_id))[-1]["message"]["content"]
+        end = frames_to_run_end(ws, run_id, before)[-1]["message"]["content"]
         assert end["status"] == "cancelled"
 
         # No id: the answer's ref is null.
-        ack, _ = reply_to(ws, {"type": "prompt", "text": "hi"}, None)
+        ack, before = reply_to(ws, {"type": "prompt", "text": "hi"}, None)
         assert ack["type"] == "ack" and ack["runId"] != run_id
-        assert receive_until(ws, is_run_end(ack["runId"]))[-1]["message"]["content"]["status"] == "completed"
+        assert frames_to_run_end(ws, ack["runId"], before)[-1]["message"]["content"]["status"] == "completed"
 
 
 @pytest.mark.parametrize(
@@ -195,11 +205,12 @@ def test_permission_command(client: TestClient, demo_repo_id: str, workspace_roo
         assert ack == {"type": "ack", "ref": "a1"}
         error, more = reply_to(ws, {**command, "optionId": "reject", "id": "a2"}, "a2")
         assert error["type"] == "error" and error["error"]["code"] == "permission_already_decided"
-        rest = receive_until(ws, is_run_end(started["runId"]))
-        decided = [f["message"]["content"] for f in before + more + rest
+        seen = frames_to_run_end(ws, started["runId"], before + more)
+        end = seen[-1]
+        decided = [f["message"]["content"] for f in seen
                    if f["type"] == "message" and f["message"]["content"]["type"] == "permission"]
         assert decided[0]["outcome"] == {"outcome": "selected", "optionId": "allow"}
-        assert rest[-1]["message"]["content"]["status"] == "completed"
+        assert end["message"]["content"]["status"] == "completed"
     assert (workspace_root / "demo" / "notes.txt").read_text() == "hi"
 
 
