@@ -74,11 +74,13 @@ def serve(args: argparse.Namespace) -> None:
         app, host=settings.host, port=settings.port, log_level=settings.log_level,
         ws="websockets-sansio", ws_per_message_deflate=False,
         ws_max_size=settings.max_ws_message_bytes, lifespan="on", access_log=False,
+        log_config=None,  # setup_logging routes uvicorn's loggers through our handler
         timeout_graceful_shutdown=max(5, int(settings.agent_stop_grace * 3) + 5),
     )
     server = GracefulServer(config)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    print(f"agent-sessions: open http://{host}:{settings.port}/ in your browser", file=sys.stderr, flush=True)
+    logging.getLogger("agent_sessions.cli").info(
+        "open http://%s:%s/ in your browser", host, settings.port, extra={"event": "listening"})
     # Everything imported so far lives as long as the process: keep it out of the cyclic
     # GC's generations (measured: 2-4 us less per update on the hot path).
     gc.collect()

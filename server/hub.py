@@ -424,6 +424,8 @@ class Hub:
         only for sessions no live node owns)."""
         await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
         await self.recover_sessions(None)
+        async with self.db.read() as db:
+            metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))
 
     async def recover_sessions(self, only: set[str] | None) -> None:
         """Interrupt the running runs and cancel the pending permissions of sessions

@@ -19,6 +19,7 @@ from agent_bridge import TerminalHost
 from agent_bridge import connect_agent
 from server import metrics
 from server.errors import ApiError
+from server.logs import log_context
 from server.translate import Output, Translator
 from server.turn import PendingPermission, Turn, ToolBook
 from server.writer import Draft, new_id
@@ -89,6 +90,10 @@ class LiveSession:
     async def run(self, restore: Restore, *, task_status: TaskStatus[None]) -> None:
         """Own the agent process until stopped or it exits. ``task_status.started()``
         once the agent answered initialize and session/new (or load/resume)."""
+        with log_context(session_id=self.id):  # the agent's tasks inherit it
+            await self._run(restore, task_status)
+
+    async def _run(self, restore: Restore, task_status: TaskStatus[None]) -> None:
         settings = self.hub.settings
         spec = ProcessSpec(
             argv=self.agent.argv(self.repo_path),

@@ -230,16 +230,6 @@ def test_json_server_logs_are_json_objects_and_carry_the_session(
     assert ended["run_id"] == run_id and ended["status"] == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/cli.py serve() lets uvicorn configure its own loggers (uvicorn.Config "
-        "without log_config=None), so uvicorn's lines ('INFO:     Started server process') are "
-        "plain text, and it print()s 'agent-sessions: open http://…' to stderr; fix: "
-        "log_config=None and log that line through logging.getLogger('agent_sessions.cli') — "
-        "setup_logging already routes uvicorn's loggers through the JSON handler"
-    ),
-)
 def test_every_line_of_a_json_server_is_json(
     json_server_lines: tuple[list[str], str, str],
 ) -> None:
@@ -248,15 +238,6 @@ def test_every_line_of_a_json_server_is_json(
     assert all(REQUIRED <= set(e) for e in parsed(lines))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/live_session.py LiveSession.run does not set the log context, so the "
-        "lines its agent's tasks log (agent process started/exited, invalid agent lines, "
-        "stderr) carry no session_id; fix: wrap its body in "
-        "`with log_context(session_id=self.id):` (server.logs), the tasks it starts inherit it"
-    ),
-)
 def test_agent_process_lines_carry_the_session(
     json_server_lines: tuple[list[str], str, str],
 ) -> None:

@@ -153,15 +153,6 @@ def test_viewers_gauge_follows_websockets(client: TestClient, demo_repo_id: str)
     wait_until(lambda: viewers() == 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: server/hub.py sets agent_sessions_active only when a session changes "
-        "(log_active_count); a restarted server reports 0 until then although sessions left "
-        "active in the database are still active; fix: set it from count_active_sessions once "
-        "at start (Hub.recover or the lifespan)"
-    ),
-)
 def test_active_sessions_gauge_is_right_after_a_restart(
     make_settings: Callable[..., Settings],
 ) -> None:
