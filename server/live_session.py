@@ -63,7 +63,6 @@ class LiveSession:
         self.turn: Turn | None = None
         self.permissions: dict[str, PendingPermission] = {}
         self.needs_context = record.needs_context
-        self.last_activity = time.monotonic()
         self.stderr_tail = ""
         self.cost_seen = 0.0  # the agent's cumulative cost so far (usage_update.cost)
         self._stop: _Stop | None = None
@@ -83,9 +82,6 @@ class LiveSession:
     @property
     def stopping(self) -> bool:
         return self._stop is not None
-
-    def touch(self) -> None:
-        self.last_activity = time.monotonic()
 
     async def run(self, restore: Restore, *, task_status: TaskStatus[None]) -> None:
         """Own the agent process until stopped or it exits. ``task_status.started()``
@@ -176,7 +172,6 @@ class LiveSession:
             raise ApiError(409, "turn_in_progress", "A turn is already running in this session.")
         if self._stop is not None or self._tg is None:
             raise ApiError(409, "session_not_active", "The session is stopping.")
-        self.touch()
         run_id = str(uuid.uuid4())
         self.translator.tools.clear()  # agents reuse tool call ids across turns
         self.translator.last_text = ""
@@ -277,7 +272,6 @@ class LiveSession:
             log.info("run ended", extra={"session_id": self.id, "run_id": turn.run_id, "status": status})
 
     async def cancel_turn(self) -> None:
-        self.touch()
         if self.turn is not None:
             await self._cancel_turn(self.turn)
 
@@ -315,7 +309,6 @@ class LiveSession:
     async def on_session_update(self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool) -> None:
         if replayed:
             return
-        self.touch()
         turn = self.turn
         outputs = self.translator.translate(update, raw)
         if update.get("sessionUpdate") == "usage_update":
@@ -360,7 +353,6 @@ class LiveSession:
         return drafts, ops
 
     async def on_permission_request(self, params: dict[str, Any], raw: dict[str, Any]) -> Awaitable[dict[str, Any]]:
-        self.touch()
         turn = self.turn
         tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         call_id = str(tool_call.get("toolCallId", ""))
@@ -404,7 +396,6 @@ class LiveSession:
 
     def answer_permission(self, request_id: str, option_id: str) -> anyio.Event:
         """A person's answer; the first one wins. Returns the commit event."""
-        self.touch()
         pending = self.permissions.get(request_id)
         if pending is None:
             raise ApiError(404, "permission_not_found", f"No pending permission request {request_id}.")

@@ -14,7 +14,6 @@ from server import metrics
 from server.errors import ApiError
 from server.jsonresp import dumps
 from server.routes.sessions import prompt_text, session_json
-from server.security import origin_allowed, token_ok
 from server.state import AppState, app_state
 from server.views import message_view
 from store import messages as message_store
@@ -22,21 +21,13 @@ from store import messages as message_store
 log = logging.getLogger("agent_sessions.ws")
 
 REPLAY_PAGE = 500
-CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_BEHIND = 4401, 4403, 4404, 4008
+CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
 CLOSE_BAD_REQUEST = 4400
 
 
 async def stream(websocket: WebSocket) -> None:
     state = app_state(websocket)
-    await websocket.accept()
-    if not token_ok(websocket, state.settings, allow_query=True):
-        await websocket.close(CLOSE_UNAUTHORIZED, "unauthorized")
-        return
-    if not origin_allowed(websocket, state.settings):
-        log.warning("WebSocket from a forbidden origin", extra={"event": "forbidden_origin",
-                                                               "origin": websocket.headers.get("origin")})
-        await websocket.close(CLOSE_FORBIDDEN, "forbidden origin")
-        return
+    await websocket.accept()  # token and Origin were checked by server.security's middlewares
     try:
         record = await state.hub.get_record(_uuid(websocket.path_params["session_id"]))
         after = int(websocket.query_params.get("after", "0"))

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.conftest import PG_SERVER, settings_env, start_server
+from tests.conftest import PG_SERVER
 from tests.helpers import process_state, processes_with_env
 
 pytestmark = [
@@ -29,19 +29,13 @@ LEASE = 2.0
 
 
 @pytest.fixture
-def two_nodes(tmp_path: Path, workspace_root: Path):
-    env = settings_env(tmp_path, workspace_root, LEASE_SECONDS=LEASE, CLUSTER_SECRET="s3cret", MAX_CONCURRENT_SESSIONS=4)
-    servers = []
+def two_nodes(live_server: Any) -> Any:
+    """Start a node by name; every node of a test shares the test's database."""
 
     def start(name: str) -> Any:
-        server = start_server({**env, "NODE_ID": name}, tmp_path / f"{name}.log")
-        servers.append(server)
-        return server
+        return live_server(NODE_ID=name, LEASE_SECONDS=LEASE, CLUSTER_SECRET="s3cret", MAX_CONCURRENT_SESSIONS=4)
 
-    yield start
-    for server in servers:
-        if server.process.poll() is None:
-            server.stop()
+    return start
 
 
 async def _collect(url: str, until: Any, out: list[dict[str, Any]], timeout: float = 30) -> None:
