@@ -32,7 +32,7 @@ from server.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddlewa
 from server.settings import Settings
 from server.state import AppState
 from server.writer import Writer
-from store import Database, open_database, upgrade
+from store import Database, Repo, open_database, upgrade, utcnow
 from store import repos as repo_store
 
 __all__ = ["create_app"]
@@ -89,14 +89,11 @@ def _prepare_paths(settings: Settings) -> None:
 
 async def auto_register(settings: Settings, db: Database) -> None:
     """Register every git work tree directly under the workspace root."""
-    from server.routes.repos import resolve_repo_path
-    from store import Repo, utcnow
-
     root = settings.workspace_root.resolve()
     candidates = sorted(p for p in root.iterdir() if p.is_dir() and (p / ".git").exists())
     async with db.write() as session, session.begin():
         for candidate in candidates:
-            path = resolve_repo_path(root, str(candidate))
+            path = repos.resolve_repo_path(root, str(candidate))
             if await repo_store.get_repo_by_path(session, str(path)) is None:
                 await repo_store.add_repo(session, Repo(
                     id=str(uuid.uuid4()), name=path.name, path=str(path), is_git_repo=True, created_at=utcnow()))

@@ -26,7 +26,7 @@ from server.requests import (
     uuid_param,
 )
 from server.state import AppState, app_state
-from server.views import iso, message_view, session_view
+from server.views import message_view, session_view
 from store import SessionRecord
 from store import messages as message_store
 from store import repos as repo_store
@@ -190,4 +190,4 @@ routes = [
     Route("/api/sessions/{session_id}/permissions/{request_id}", answer_permission, methods=["POST"]),
 ]
 
-__all__ = ["iso", "routes"]
+__all__ = ["routes"]
