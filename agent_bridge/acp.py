@@ -28,11 +28,15 @@ RESOURCE_NOT_FOUND = -32002
 class ClientCallbacks(Protocol):
     """What the host does with what the agent sends."""
 
-    async def on_session_update(self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool) -> None:
+    async def on_session_update(
+        self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
+    ) -> None:
         """One ``session/update``, in arrival order. ``replayed`` during session/load."""
         ...
 
-    async def on_permission_request(self, params: dict[str, Any], raw: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+    async def on_permission_request(
+        self, params: dict[str, Any], raw: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]:
         """Register the request (in order); return the awaitable ``outcome`` object."""
         ...
 
@@ -114,7 +118,9 @@ class AcpClient:
         return self.init_result
 
     async def authenticate(self, method_id: str) -> None:
-        await self.connection.request("authenticate", {"methodId": method_id}, timeout=self._timeout)
+        await self.connection.request(
+            "authenticate", {"methodId": method_id}, timeout=self._timeout
+        )
 
     async def new_session(self) -> str:
         result = await self.connection.request(
@@ -204,7 +210,9 @@ class AcpClient:
         path, line, limit = params.get("path"), params.get("line"), params.get("limit")
         if not isinstance(path, str):
             raise RpcError(jsonrpc.INVALID_PARAMS, "path must be a string")
-        if not (line is None or isinstance(line, int)) or not (limit is None or isinstance(limit, int)):
+        if not (line is None or isinstance(line, int)) or not (
+            limit is None or isinstance(limit, int)
+        ):
             raise RpcError(jsonrpc.INVALID_PARAMS, "line and limit must be integers")
         try:
             content = await anyio.to_thread.run_sync(

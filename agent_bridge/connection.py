@@ -49,7 +49,9 @@ class _Pending:
 class AgentConnection:
     """A live JSON-RPC connection to one agent process."""
 
-    def __init__(self, process: AgentProcess, handler: AgentHandler, *, max_line_bytes: int) -> None:
+    def __init__(
+        self, process: AgentProcess, handler: AgentHandler, *, max_line_bytes: int
+    ) -> None:
         self.process = process
         self._handler = handler
         self._rpc = jsonrpc.JsonRpcConnection(max_line_bytes=max_line_bytes)
@@ -85,7 +87,13 @@ class AgentConnection:
             except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
                 log.info("agent stdin closed: %s", type(exc).__name__)
 
-    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - per-request deadline, an RPC API
+    ) -> Any:
         """Send a request and wait for its answer. Raises RpcError for an error answer,
         AgentExited when the process is gone, TimeoutError after ``timeout``."""
         if self.exited.is_set():
@@ -156,7 +164,10 @@ class AgentConnection:
             log.warning(
                 "skipped a line from the agent: %s",
                 event.reason,
-                extra={"event": "agent_invalid_line", "line": event.line[:200].decode("utf-8", "replace")},
+                extra={
+                    "event": "agent_invalid_line",
+                    "line": event.line[:200].decode("utf-8", "replace"),
+                },
             )
         elif isinstance(event, jsonrpc.UnexpectedResponse):
             log.warning("response to an unknown request id from the agent")
@@ -212,7 +223,11 @@ class AgentConnection:
 
 @asynccontextmanager
 async def connect_agent(
-    spec: ProcessSpec, handler: AgentHandler, *, max_line_bytes: int, stop_grace: float,
+    spec: ProcessSpec,
+    handler: AgentHandler,
+    *,
+    max_line_bytes: int,
+    stop_grace: float,
     polite_stop: Any = None,
 ) -> AsyncIterator[AgentConnection]:
     """Spawn the agent and run its connection; leaving the block stops the process by

@@ -1,4 +1,4 @@
-"""The bridge's exception hierarchy. ``server/errors.py`` maps these to HTTP statuses."""
+"""The bridge's exception hierarchy. ``server/web/errors.py`` maps these to HTTP statuses."""
 
 from __future__ import annotations
 

@@ -111,9 +111,7 @@ def _is_id(value: object) -> bool:
 
 def _is_error_object(value: object) -> bool:
     return (
-        type(value) is dict
-        and type(value.get("code")) is int
-        and type(value.get("message")) is str
+        type(value) is dict and type(value.get("code")) is int and type(value.get("message")) is str
     )
 
 
@@ -207,7 +205,7 @@ class JsonRpcConnection:
         stripped = line.lstrip()
         if not stripped:
             return None  # whitespace only: a blank line
-        if stripped[:1] in (b"{", b"["):
+        if stripped.startswith((b"{", b"[")):
             self._queue_error(None, PARSE_ERROR, "Parse error")
             return InvalidLine(bytes(line[:_CLIP]), "parse_error")
         return InvalidLine(bytes(line[:_CLIP]), "not_json")  # log noise: no answer
@@ -296,9 +294,7 @@ class JsonRpcConnection:
         self._outgoing.clear()
         return data
 
-    def _queue_error(
-        self, id: RequestId | None, code: int, message: str, data: Any = None
-    ) -> None:
+    def _queue_error(self, id: RequestId | None, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data

@@ -86,11 +86,17 @@ def reap_group_once(pgid: int, *, keep: int | None = None) -> bool:
     return not left
 
 
-async def wait_group_gone(pgid: int, timeout: float, *, keep: int | None = None) -> bool:
+async def wait_group_gone(
+    pgid: int,
+    timeout: float,  # noqa: ASYNC109 - the deadline is the caller's, per group
+    *,
+    keep: int | None = None,
+) -> bool:
     """Kill and reap group ``pgid`` until nothing of it is left, for at most ``timeout``
     seconds; False (and a warning) if something outlived that."""
     with anyio.move_on_after(timeout):
-        while not await anyio.to_thread.run_sync(lambda: reap_group_once(pgid, keep=keep)):
+        # /proc has no event to wait on: poll it.
+        while not await anyio.to_thread.run_sync(lambda: reap_group_once(pgid, keep=keep)):  # noqa: ASYNC110
             await anyio.sleep(0.01)
         return True
     log.warning("processes of a stopped group outlived the stop", extra={"pgid": pgid})
@@ -170,10 +176,9 @@ class AgentProcess:
         return True
 
     async def _wait_for(self, seconds: float) -> bool:
-        with anyio.move_on_after(seconds):
+        with anyio.move_on_after(seconds) as scope:
             await self.wait()
-            return True
-        return False
+        return not scope.cancelled_caught
 
     async def stop(self, grace: float, polite: Callable[[], Awaitable[None]] | None = None) -> int:
         """Stop by escalation: polite → close stdin → SIGTERM → SIGKILL, each to the
@@ -194,9 +199,9 @@ class AgentProcess:
             # The leader is gone; whatever it left in its group goes too, and is reaped.
             self.signal_group(signal.SIGKILL)
             await self.reap_group()
-            return self._proc.returncode if self._proc.returncode is not None else -1
+        return self._proc.returncode if self._proc.returncode is not None else -1
 
-    async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:
+    async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:  # noqa: ASYNC109 - a bound, not a cancel
         """Wait (bounded) until no process of the group is left; True if none is."""
         return await wait_group_gone(self.pid, timeout)
 
@@ -224,5 +229,7 @@ def kill_orphans(owner_prefix: str, alive_owner: str) -> list[int]:
                     pass
                 break
     if killed:
-        log.warning("killed orphan agent processes", extra={"event": "orphans_killed", "pids": killed})
+        log.warning(
+            "killed orphan agent processes", extra={"event": "orphans_killed", "pids": killed}
+        )
     return killed

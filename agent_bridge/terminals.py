@@ -112,7 +112,9 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 class _Terminal:
-    def __init__(self, terminal_id: str, transport: asyncio.SubprocessTransport, protocol: _Protocol) -> None:
+    def __init__(
+        self, terminal_id: str, transport: asyncio.SubprocessTransport, protocol: _Protocol
+    ) -> None:
         self.id = terminal_id
         self.transport = transport
         self.protocol = protocol
@@ -244,9 +246,13 @@ class TerminalHost:
             buffer = OutputBuffer(limit)
             try:
                 transport, protocol = await loop.subprocess_exec(
-                    lambda: _Protocol(buffer), *argv,
-                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    env=env, start_new_session=True,
+                    lambda: _Protocol(buffer),
+                    *argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
                     preexec_fn=_child_setup(cwd_fd, self._libc.prctl),  # noqa: PLW1509
                 )
             except (OSError, subprocess.SubprocessError):
@@ -257,8 +263,15 @@ class TerminalHost:
             os.close(cwd_fd)
         terminal = _Terminal(f"term_{next(self._ids)}", transport, protocol)
         self._terminals[terminal.id] = terminal
-        log.info("terminal started", extra={"event": "terminal_started", "terminal_id": terminal.id,
-                                            "pid": terminal.pid, **self._context})
+        log.info(
+            "terminal started",
+            extra={
+                "event": "terminal_started",
+                "terminal_id": terminal.id,
+                "pid": terminal.pid,
+                **self._context,
+            },
+        )
         return {"terminalId": terminal.id}
 
     async def output(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -291,8 +304,10 @@ class TerminalHost:
             async with anyio.create_task_group() as tg:
                 for terminal in terminals:
                     tg.start_soon(terminal.destroy)
-        log.info("terminals closed", extra={"event": "terminals_closed", "count": len(terminals),
-                                           **self._context})
+        log.info(
+            "terminals closed",
+            extra={"event": "terminals_closed", "count": len(terminals), **self._context},
+        )
 
     # -- parameters --------------------------------------------------------------------
 
@@ -320,10 +335,16 @@ class TerminalHost:
             name = entry.get("name") if isinstance(entry, dict) else None
             value = entry.get("value") if isinstance(entry, dict) else None
             if (
-                not isinstance(name, str) or not isinstance(value, str) or not name
-                or "=" in name or "\x00" in name or "\x00" in value
+                not isinstance(name, str)
+                or not isinstance(value, str)
+                or not name
+                or "=" in name
+                or "\x00" in name
+                or "\x00" in value
             ):
-                raise RpcError(jsonrpc.INVALID_PARAMS, "env entries need a name and a value (strings)")
+                raise RpcError(
+                    jsonrpc.INVALID_PARAMS, "env entries need a name and a value (strings)"
+                )
             if name != OWNER_ENV:  # the marker that finds orphans after a crash stays ours
                 env[name] = value
         return env
@@ -337,13 +358,17 @@ class TerminalHost:
         try:
             real = self._workspace.resolve(cwd)
         except WorkspaceError as exc:
-            raise RpcError(jsonrpc.INVALID_PARAMS, f"Refused: {exc.reason}", {"path": cwd}) from None
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, f"Refused: {exc.reason}", {"path": cwd}
+            ) from None
         try:
             fd = os.open(real, _DIR_FLAGS)
         except FileNotFoundError:
             raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"path": cwd}) from None
         except OSError:
-            raise RpcError(jsonrpc.INVALID_PARAMS, "Refused: not_a_directory", {"path": cwd}) from None
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS, "Refused: not_a_directory", {"path": cwd}
+            ) from None
         try:
             opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
             inside = opened.parts[: len(self._workspace.root.parts)] == self._workspace.root.parts
@@ -354,7 +379,8 @@ class TerminalHost:
             os.close(fd)
             reason = exc.reason if isinstance(exc, WorkspaceError) else "unreadable"
             security_log.warning(
-                "terminal working directory refused (%s)", reason,
+                "terminal working directory refused (%s)",
+                reason,
                 extra={"event": "path_refused", "path": cwd, "reason": reason, **self._context},
             )
             raise RpcError(jsonrpc.INVALID_PARAMS, f"Refused: {reason}", {"path": cwd}) from None

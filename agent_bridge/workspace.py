@@ -37,9 +37,13 @@ _DIR_FLAGS: Final = (
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK: Final = 1024 * 1024
-_RESERVED_KEYS: Final = frozenset(
-    logging.LogRecord("", 0, "", 0, "", None, None).__dict__
-) | {"message", "asctime", "event", "path", "reason"}
+_RESERVED_KEYS: Final = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "event",
+    "path",
+    "reason",
+}
 
 
 class WorkspaceError(Exception):

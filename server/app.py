@@ -12,33 +12,34 @@ from pathlib import Path
 import anyio
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_bridge import become_subreaper
-from server.agents import load_agents
-from server.broker import Broker
-from server.cluster import Cluster, ForwardingMiddleware
-from server.errors import exception_handlers
-from server.hub import Hub
+from server.cluster import Cluster
 from server.logs import REQUEST_ID
-from server import openapi
-from server.routes import history, ops, repos, runs, sessions, ws
-from server.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddleware
+from server.sessions.agents import load_agents
+from server.sessions.hub import Hub
 from server.settings import Settings
-from server.state import AppState
-from server.writer import Writer
+from server.stream.broker import Broker
+from server.stream.writer import Writer
+from server.web import openapi
+from server.web.errors import exception_handlers
+from server.web.forwarding import ForwardingMiddleware
+from server.web.routes import history, ops, repos, runs, sessions, ws
+from server.web.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddleware
+from server.web.state import AppState
 from store import Database, Repo, open_database, upgrade, utcnow
 from store import repos as repo_store
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("agent_sessions.app")
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent / "web" / "static"
 
 
 class RequestIdMiddleware:
@@ -77,7 +78,10 @@ def ui_routes(directory: Path) -> list[Route]:
             raise HTTPException(404)
         return FileResponse(path, headers={"Cache-Control": "no-cache"})
 
-    return [Route("/", asset, methods=["GET", "HEAD"]), Route("/{name}", asset, methods=["GET", "HEAD"])]
+    return [
+        Route("/", asset, methods=["GET", "HEAD"]),
+        Route("/{name}", asset, methods=["GET", "HEAD"]),
+    ]
 
 
 def _prepare_paths(settings: Settings) -> None:
@@ -95,8 +99,16 @@ async def auto_register(settings: Settings, db: Database) -> None:
         for candidate in candidates:
             path = repos.resolve_repo_path(root, str(candidate))
             if await repo_store.get_repo_by_path(session, str(path)) is None:
-                await repo_store.add_repo(session, Repo(
-                    id=str(uuid.uuid4()), name=path.name, path=str(path), is_git_repo=True, created_at=utcnow()))
+                await repo_store.add_repo(
+                    session,
+                    Repo(
+                        id=str(uuid.uuid4()),
+                        name=path.name,
+                        path=str(path),
+                        is_git_repo=True,
+                        created_at=utcnow(),
+                    ),
+                )
                 log.info("registered repository %s", path, extra={"event": "repo_registered"})
 
 
@@ -122,7 +134,9 @@ def create_app(settings: Settings) -> Starlette:
                 await hub.recover()
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
-                app.state.agent_sessions = AppState(settings, db, writer, broker, hub, agents, cluster)
+                app.state.agent_sessions = AppState(
+                    settings, db, writer, broker, hub, agents, cluster
+                )
                 log.info("ready", extra={"event": "ready"})
                 try:
                     yield
@@ -135,8 +149,15 @@ def create_app(settings: Settings) -> Starlette:
             with anyio.CancelScope(shield=True):
                 await db.close()
 
-    routes = [*ops.routes, *repos.routes, *history.routes, *sessions.routes, *runs.routes, *ws.routes,
-              openapi.route()]
+    routes = [
+        *ops.routes,
+        *repos.routes,
+        *history.routes,
+        *sessions.routes,
+        *runs.routes,
+        *ws.routes,
+        openapi.route(),
+    ]
     if STATIC.is_dir():
         routes += ui_routes(STATIC)
     return Starlette(

@@ -36,7 +36,9 @@ LOG_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "log_context", default=MappingProxyType({})
 )
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message", "asctime", "taskName",
+    "message",
+    "asctime",
+    "taskName",
     "color_message",  # uvicorn's copy of the message with terminal colours
 }
 # Loggers that get no handler of their own: their records reach the root handler.

@@ -11,25 +11,35 @@ __all__ = ["REGISTRY", "render"]
 
 REGISTRY = CollectorRegistry()
 
-ACTIVE_SESSIONS = Gauge("agent_sessions_active", "Sessions whose status is active", registry=REGISTRY)
+ACTIVE_SESSIONS = Gauge(
+    "agent_sessions_active", "Sessions whose status is active", registry=REGISTRY
+)
 AGENT_PROCESSES = Gauge("agent_sessions_agent_processes", "Live agent processes", registry=REGISTRY)
 TURNS_RUNNING = Gauge("agent_sessions_turns_running", "Prompt turns running", registry=REGISTRY)
 VIEWERS = Gauge("agent_sessions_websocket_viewers", "Open WebSocket viewers", registry=REGISTRY)
 MESSAGES = Counter("agent_sessions_messages_stored", "Messages stored", ["type"], registry=REGISTRY)
 COMMIT_SECONDS = Histogram(
-    "agent_sessions_store_commit_seconds", "Group commit latency", registry=REGISTRY,
+    "agent_sessions_store_commit_seconds",
+    "Group commit latency",
+    registry=REGISTRY,
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
 )
 BATCH_ROWS = Histogram(
-    "agent_sessions_store_batch_rows", "Messages per group commit", registry=REGISTRY,
+    "agent_sessions_store_batch_rows",
+    "Messages per group commit",
+    registry=REGISTRY,
     buckets=(1, 2, 5, 10, 50, 100, 500, 1000, 2000),
 )
 AGENT_START_SECONDS = Histogram(
-    "agent_sessions_agent_start_seconds", "Agent start (initialize + session/new)", registry=REGISTRY,
+    "agent_sessions_agent_start_seconds",
+    "Agent start (initialize + session/new)",
+    registry=REGISTRY,
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
 )
 PERMISSION_WAIT_SECONDS = Histogram(
-    "agent_sessions_permission_wait_seconds", "Time a permission request waited", registry=REGISTRY,
+    "agent_sessions_permission_wait_seconds",
+    "Time a permission request waited",
+    registry=REGISTRY,
     buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 300, 600),
 )
 REFUSED = Counter("agent_sessions_admission_refused", "Creates refused with 429", registry=REGISTRY)

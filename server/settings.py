@@ -155,34 +155,94 @@ def _setting(env: str, parse: Callable[[str], Any], default: str, doc: str) -> A
 class Settings:
     """The server's configuration. Build with ``load_settings()``."""
 
-    workspace_root: Path = _setting("AGENT_WORKSPACE_ROOT", Path, "./workspace", "the only directory tree repositories may live in")
-    database_url: str = _setting("DATABASE_URL", _database_url, "sqlite+aiosqlite:///./data/agent-sessions.db", "SQLAlchemy async URL")
-    agent_command: str = _setting("AGENT_COMMAND", _command, DEMO_AGENT_COMMAND, "command line of the default ACP agent")
+    workspace_root: Path = _setting(
+        "AGENT_WORKSPACE_ROOT",
+        Path,
+        "./workspace",
+        "the only directory tree repositories may live in",
+    )
+    database_url: str = _setting(
+        "DATABASE_URL",
+        _database_url,
+        "sqlite+aiosqlite:///./data/agent-sessions.db",
+        "SQLAlchemy async URL",
+    )
+    agent_command: str = _setting(
+        "AGENT_COMMAND", _command, DEMO_AGENT_COMMAND, "command line of the default ACP agent"
+    )
     agents_file: Path | None = _setting("AGENTS_FILE", _file, "", "TOML file naming more agents")
-    agent_start_timeout: float = _setting("AGENT_START_TIMEOUT", _float(0.1), "60", "seconds to answer initialize and session/new")
-    auto_register_repos: bool = _setting("AUTO_REGISTER_REPOS", _bool, "true", "register git work trees under the root at start")
-    max_concurrent_sessions: int = _setting("MAX_CONCURRENT_SESSIONS", _int(1), "5", "active sessions allowed at once")
-    idle_timeout_minutes: float = _setting("AGENT_SESSION_IDLE_TIMEOUT", _float(0.0001), "30", "minutes without activity before idle completion")
-    idle_sweep_interval: float = _setting("IDLE_SWEEP_INTERVAL", _float(0.01), "60", "seconds between idle sweeps")
-    agent_max_steps: int = _setting("AGENT_MAX_STEPS", _int(1), "50", "tool calls per run before it is paused")
-    max_total_steps_per_run: int = _setting("MAX_TOTAL_STEPS_PER_RUN", _int(1), "500", "cumulative cap across resumes")
-    permission_timeout: float = _setting("PERMISSION_TIMEOUT", _float(0.01), "600", "seconds before an unanswered permission is rejected")
-    agent_stop_grace: float = _setting("AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps")
+    agent_start_timeout: float = _setting(
+        "AGENT_START_TIMEOUT", _float(0.1), "60", "seconds to answer initialize and session/new"
+    )
+    auto_register_repos: bool = _setting(
+        "AUTO_REGISTER_REPOS", _bool, "true", "register git work trees under the root at start"
+    )
+    max_concurrent_sessions: int = _setting(
+        "MAX_CONCURRENT_SESSIONS", _int(1), "5", "active sessions allowed at once"
+    )
+    idle_timeout_minutes: float = _setting(
+        "AGENT_SESSION_IDLE_TIMEOUT",
+        _float(0.0001),
+        "30",
+        "minutes without activity before idle completion",
+    )
+    idle_sweep_interval: float = _setting(
+        "IDLE_SWEEP_INTERVAL", _float(0.01), "60", "seconds between idle sweeps"
+    )
+    agent_max_steps: int = _setting(
+        "AGENT_MAX_STEPS", _int(1), "50", "tool calls per run before it is paused"
+    )
+    max_total_steps_per_run: int = _setting(
+        "MAX_TOTAL_STEPS_PER_RUN", _int(1), "500", "cumulative cap across resumes"
+    )
+    permission_timeout: float = _setting(
+        "PERMISSION_TIMEOUT",
+        _float(0.01),
+        "600",
+        "seconds before an unanswered permission is rejected",
+    )
+    agent_stop_grace: float = _setting(
+        "AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps"
+    )
     max_prompt_bytes: int = _setting("MAX_PROMPT_BYTES", _int(1), "1048576", "prompt size limit")
     max_body_bytes: int = _setting("MAX_BODY_BYTES", _int(1), "2097152", "request body size limit")
-    max_ws_message_bytes: int = _setting("MAX_WS_MESSAGE_BYTES", _int(1), "1048576", "WebSocket client frame size limit")
-    max_agent_line_bytes: int = _setting("MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write")
-    api_token: str | None = _setting("API_TOKEN", _optional_text, "", "bearer token required on /api and /ws")
-    allowed_origins: tuple[str, ...] = _setting("ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets")
+    max_ws_message_bytes: int = _setting(
+        "MAX_WS_MESSAGE_BYTES", _int(1), "1048576", "WebSocket client frame size limit"
+    )
+    max_agent_line_bytes: int = _setting(
+        "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
+    )
+    api_token: str | None = _setting(
+        "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws"
+    )
+    allowed_origins: tuple[str, ...] = _setting(
+        "ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets"
+    )
     host: str = _setting("HOST", _text, "127.0.0.1", "listen address")
     port: int = _setting("PORT", _int(0, 65535), "8000", "listen port")
-    log_level: str = _setting("LOG_LEVEL", _choice("debug", "info", "warning", "error"), "info", "log level")
+    log_level: str = _setting(
+        "LOG_LEVEL", _choice("debug", "info", "warning", "error"), "info", "log level"
+    )
     log_format: str = _setting("LOG_FORMAT", _choice("text", "json"), "text", "text or json")
     # Scale-out (PostgreSQL only): an addition to API.md's table.
-    node_id: str | None = _setting("NODE_ID", _optional_text, "", "this node's id (default: host name and port)")
-    node_url: str | None = _setting("NODE_URL", _optional_text, "", "URL the other nodes reach this one at (default: http://HOST:PORT)")
-    cluster_secret: str | None = _setting("CLUSTER_SECRET", _optional_text, "", "shared secret on requests forwarded between nodes")
-    lease_seconds: float = _setting("LEASE_SECONDS", _float(0.5), "15", "how long a node's ownership of a session lasts without a heartbeat")
+    node_id: str | None = _setting(
+        "NODE_ID", _optional_text, "", "this node's id (default: host name and port)"
+    )
+    node_url: str | None = _setting(
+        "NODE_URL",
+        _optional_text,
+        "",
+        "URL the other nodes reach this one at (default: http://HOST:PORT)",
+    )
+    cluster_secret: str | None = _setting(
+        "CLUSTER_SECRET", _optional_text, "", "shared secret on requests forwarded between nodes"
+    )
+    lease_seconds: float = _setting(
+        "LEASE_SECONDS",
+        _float(0.5),
+        "15",
+        "how long a node's ownership of a session lasts without a heartbeat",
+    )
 
     @classmethod
     def variables(cls) -> dict[str, str]:

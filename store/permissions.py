@@ -30,7 +30,9 @@ async def decide_permission(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def pending_permissions(db: AsyncSession, session_id: str | None = None) -> Sequence[Permission]:
+async def pending_permissions(
+    db: AsyncSession, session_id: str | None = None
+) -> Sequence[Permission]:
     query = select(Permission).where(Permission.outcome.is_(None))
     if session_id is not None:
         query = query.where(Permission.session_id == session_id)
@@ -38,11 +40,23 @@ async def pending_permissions(db: AsyncSession, session_id: str | None = None) -
 
 
 async def insert_permission(
-    db: AsyncSession, request_id: str, session_id: str, run_id: str | None,
-    tool_call_id: str | None, options: Any, when: datetime,
+    db: AsyncSession,
+    request_id: str,
+    session_id: str,
+    run_id: str | None,
+    tool_call_id: str | None,
+    options: Any,
+    when: datetime,
 ) -> None:
-    db.add(Permission(
-        id=request_id, session_id=session_id, run_id=run_id, tool_call_id=tool_call_id,
-        options=options, outcome=None, created_at=when,
-    ))
+    db.add(
+        Permission(
+            id=request_id,
+            session_id=session_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            options=options,
+            outcome=None,
+            created_at=when,
+        )
+    )
     await db.flush()

@@ -9,7 +9,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Repo, SessionRecord
 
-__all__ = ["add_repo", "count_active_sessions_of_repo", "get_repo", "get_repo_by_path", "list_repos"]
+__all__ = [
+    "add_repo",
+    "count_active_sessions_of_repo",
+    "get_repo",
+    "get_repo_by_path",
+    "list_repos",
+]
 
 
 async def add_repo(db: AsyncSession, repo: Repo) -> Repo:
@@ -31,7 +37,9 @@ async def list_repos(db: AsyncSession) -> Sequence[Repo]:
 
 
 async def count_active_sessions_of_repo(db: AsyncSession, repo_id: str) -> int:
-    query = select(func.count()).select_from(SessionRecord).where(
-        SessionRecord.repo_id == repo_id, SessionRecord.status == "active"
+    query = (
+        select(func.count())
+        .select_from(SessionRecord)
+        .where(SessionRecord.repo_id == repo_id, SessionRecord.status == "active")
     )
     return int((await db.execute(query)).scalar_one())

@@ -35,7 +35,7 @@ async def lock_admission(db: AsyncSession) -> None:
 
     SQLite needs nothing: the writer's ``BEGIN IMMEDIATE`` already holds the write lock.
     """
-    if db.bind.dialect.name == "postgresql":
+    if db.get_bind().dialect.name == "postgresql":
         await db.execute(select(func.pg_advisory_xact_lock(7_240_001)))
 
 

@@ -53,7 +53,9 @@ def workspace_root(tmp_path: Path) -> Path:
     return root
 
 
-PG_SERVER = os.environ.get("AGENT_SESSIONS_TEST_PG")  # e.g. postgresql+asyncpg://postgres@127.0.0.1:55432/postgres
+PG_SERVER = os.environ.get(
+    "AGENT_SESSIONS_TEST_PG"
+)  # e.g. postgresql+asyncpg://postgres@127.0.0.1:55432/postgres
 
 
 def fresh_pg_database(server_url: str) -> str:
@@ -86,7 +88,11 @@ def test_database_url(tmp_path: Path) -> str:
     marker = tmp_path / ".database_url"
     if marker.exists():
         return marker.read_text()
-    url = fresh_pg_database(PG_SERVER) if PG_SERVER else f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}"
+    url = (
+        fresh_pg_database(PG_SERVER)
+        if PG_SERVER
+        else f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}"
+    )
     marker.write_text(url)
     return url
 
@@ -167,14 +173,20 @@ class LiveServer:
         self.process.wait(10)
 
 
-def start_server(env: dict[str, str], log_path: Path, *, port: int | None = None, timeout: float = 30) -> LiveServer:
+def start_server(
+    env: dict[str, str], log_path: Path, *, port: int | None = None, timeout: float = 30
+) -> LiveServer:
     port = port or free_port()
     full_env = {**os.environ, **env, "PORT": str(port), "HOST": "127.0.0.1"}
     full_env.pop("API_TOKEN", None) if "API_TOKEN" not in env else None
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve"], cwd=ROOT, env=full_env,
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "server.cli", "serve"],
+            cwd=ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     server = LiveServer(process, port, full_env, log_path)
     deadline = time.monotonic() + timeout
@@ -196,7 +208,9 @@ def live_server(tmp_path: Path, workspace_root: Path) -> Iterator[Callable[..., 
     servers: list[LiveServer] = []
 
     def start(**env: Any) -> LiveServer:
-        server = start_server(settings_env(tmp_path, workspace_root, **env), tmp_path / f"server-{len(servers)}.log")
+        server = start_server(
+            settings_env(tmp_path, workspace_root, **env), tmp_path / f"server-{len(servers)}.log"
+        )
         servers.append(server)
         return server
 

@@ -27,7 +27,10 @@ def messages(client: TestClient, session_id: str, **params: Any) -> list[dict[st
 
 
 def wait_for_message(
-    client: TestClient, session_id: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30
+    client: TestClient,
+    session_id: str,
+    predicate: Callable[[dict[str, Any]], bool],
+    timeout: float = 30,
 ) -> dict[str, Any]:
     """Poll the stored log (with a deadline) until a message matches."""
     deadline = time.monotonic() + timeout
@@ -36,14 +39,20 @@ def wait_for_message(
             if predicate(message):
                 return message
         if time.monotonic() > deadline:
-            raise AssertionError(f"no matching message within {timeout} s: {messages(client, session_id)[-5:]}")
+            raise AssertionError(
+                f"no matching message within {timeout} s: {messages(client, session_id)[-5:]}"
+            )
         time.sleep(0.02)
 
 
 def run_ended(run_id: str) -> Callable[[dict[str, Any]], bool]:
     def match(message: dict[str, Any]) -> bool:
         content = message["content"]
-        return content["type"] == "run" and content["runId"] == run_id and content["status"] != "running"
+        return (
+            content["type"] == "run"
+            and content["runId"] == run_id
+            and content["status"] != "running"
+        )
 
     return match
 

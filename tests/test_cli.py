@@ -21,15 +21,26 @@ TOKEN = "s3cret-token"  # noqa: S105 - a test server's token
 
 
 def cli(
-    server: LiveServer | str, *args: str, stdin: str = "", token: str | None = None,
+    server: LiveServer | str,
+    *args: str,
+    stdin: str = "",
+    token: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     url = server if isinstance(server, str) else server.url
     env = {k: v for k, v in os.environ.items() if k != "API_TOKEN"}
     if token:
         env["API_TOKEN"] = token
     command = [sys.executable, "-m", "server.cli", args[0], "--url", url, *args[1:]]
-    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60,
-                          cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        command,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def created_id(result: subprocess.CompletedProcess[str]) -> str:
@@ -39,12 +50,15 @@ def created_id(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def run_ends(server: LiveServer, session_id: str) -> list[dict[str, Any]]:
-    page = httpx.get(f"{server.url}/api/sessions/{session_id}/messages", params={"type": "run"}).json()
+    page = httpx.get(
+        f"{server.url}/api/sessions/{session_id}/messages", params={"type": "run"}
+    ).json()
     return [m for m in page["messages"] if m["content"]["status"] != "running"]
 
 
 def test_chat_through_a_turn_with_a_permission_question(
-    live_server: Callable[..., LiveServer], workspace_root: Path,
+    live_server: Callable[..., LiveServer],
+    workspace_root: Path,
 ) -> None:
     server = live_server(MAX_CONCURRENT_SESSIONS="2")
     chat = cli(server, "chat", "--repo", "demo", stdin="write notes.txt hello\n1\nhistory\n/quit\n")
@@ -52,7 +66,9 @@ def test_chat_through_a_turn_with_a_permission_question(
     out = chat.stdout
     assert "? the agent asks permission: Write notes.txt" in out
     assert "1) Allow" in out and "3) Reject" in out and "permission: Allow" in out
-    assert "ok tool Write notes.txt (edit) completed" in out and "plan: [x] Read the workspace" in out
+    assert (
+        "ok tool Write notes.txt (edit) completed" in out and "plan: [x] Read the workspace" in out
+    )
     assert "agent: You said: write notes.txt hello" in out
     assert "History: write notes.txt hello" in out
     assert out.index("permission: Allow") < out.index("History:")
@@ -61,8 +77,12 @@ def test_chat_through_a_turn_with_a_permission_question(
     assert f"chat --resume {sid}" in chat.stderr
 
     listing = cli(server, "sessions")
-    assert listing.returncode == 0 and re.search(rf"^{sid}\s+active\s+demo\s+default\s", listing.stdout, re.M)
-    assert "no sessions" in cli(server, "sessions", "--repo", "demo", "--status", "completed").stderr
+    assert listing.returncode == 0 and re.search(
+        rf"^{sid}\s+active\s+demo\s+default\s", listing.stdout, re.M
+    )
+    assert (
+        "no sessions" in cli(server, "sessions", "--repo", "demo", "--status", "completed").stderr
+    )
 
     exported = cli(server, "export", sid)
     assert exported.returncode == 0
@@ -73,7 +93,10 @@ def test_chat_through_a_turn_with_a_permission_question(
     resumed = cli(server, "chat", "--resume", sid, stdin="resume-check\nwrite other.txt x\n")
     assert resumed.returncode == 0, resumed.stderr
     assert "You said: resume-check" in resumed.stdout
-    assert "(no answer: cancelling the turn)" in resumed.stdout and "(turn cancelled)" in resumed.stdout
+    assert (
+        "(no answer: cancelling the turn)" in resumed.stdout
+        and "(turn cancelled)" in resumed.stdout
+    )
     assert not (workspace_root / "demo" / "other.txt").exists()
 
     # --copy up to the end of the first turn: the copy's agent gets that conversation.
@@ -89,16 +112,23 @@ def test_chat_through_a_turn_with_a_permission_question(
     overwritten = cli(server, "chat", "--overwrite", sid, stdin="again\n")
     assert overwritten.returncode == 0, overwritten.stderr
     assert f"rewound session {sid}" in overwritten.stderr
-    assert "user: resume-check" in overwritten.stdout and "write other.txt" not in overwritten.stdout
-    exported_after = [orjson.loads(line) for line in
-                      httpx.get(f"{server.url}/api/sessions/{sid}/export").content.splitlines()[1:]]
+    assert (
+        "user: resume-check" in overwritten.stdout and "write other.txt" not in overwritten.stdout
+    )
+    exported_after = [
+        orjson.loads(line)
+        for line in httpx.get(f"{server.url}/api/sessions/{sid}/export").content.splitlines()[1:]
+    ]
     dropped = [m["content"] for m in exported_after if m["dropped"]]
     assert {"type": "text", "text": "write other.txt x"} in dropped
 
     # Refusals in plain words.
     refused = cli(server, "chat", "--repo", "demo", stdin="hi\n")
     assert refused.returncode == 1
-    assert "the server refused: too many active sessions (limit 2); try again in 60 s" in refused.stderr
+    assert (
+        "the server refused: too many active sessions (limit 2); try again in 60 s"
+        in refused.stderr
+    )
     missing = cli(server, "export", MISSING)
     assert missing.returncode == 1 and f"not found: No session with id {MISSING}" in missing.stderr
     point = cli(server, "chat", "--overwrite", sid, "--from-point", "100000")
@@ -106,10 +136,15 @@ def test_chat_through_a_turn_with_a_permission_question(
     wrong = cli(server, "chat", "--resume", sid, "--to-point", "3")
     assert wrong.returncode == 1 and "--to-point goes with --copy" in wrong.stderr
     unreachable = cli(f"http://127.0.0.1:{free_port()}", "sessions")
-    assert unreachable.returncode == 1 and "cannot reach the server at http://127.0.0.1:" in unreachable.stderr
+    assert (
+        unreachable.returncode == 1
+        and "cannot reach the server at http://127.0.0.1:" in unreachable.stderr
+    )
 
 
-def test_token_from_the_environment_and_finished_sessions(live_server: Callable[..., LiveServer]) -> None:
+def test_token_from_the_environment_and_finished_sessions(
+    live_server: Callable[..., LiveServer],
+) -> None:
     server = live_server(API_TOKEN=TOKEN)
     refused = cli(server, "sessions")
     assert refused.returncode == 1 and "needs a valid token; set API_TOKEN" in refused.stderr
@@ -117,8 +152,9 @@ def test_token_from_the_environment_and_finished_sessions(live_server: Callable[
     assert chat.returncode == 0, chat.stderr
     assert "agent: You said: hello" in chat.stdout
     sid = created_id(chat)
-    completed = httpx.post(f"{server.url}/api/sessions/{sid}/complete",
-                           headers={"Authorization": f"Bearer {TOKEN}"})
+    completed = httpx.post(
+        f"{server.url}/api/sessions/{sid}/complete", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert completed.status_code == 200
     finished = cli(server, "chat", "--resume", sid, token=TOKEN)
     assert finished.returncode == 1

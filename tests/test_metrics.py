@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 

@@ -31,7 +31,9 @@ def env_example() -> tuple[dict[str, str], dict[str, str]]:
         match = _ASSIGNMENT.match(line)
         if match:
             target = commented if match.group(1) else active
-            assert match.group(2) not in active and match.group(2) not in commented, f"{match.group(2)} twice"
+            assert match.group(2) not in active and match.group(2) not in commented, (
+                f"{match.group(2)} twice"
+            )
             target[match.group(2)] = match.group(3)
     return active, commented
 
@@ -55,8 +57,11 @@ def api_md_table() -> dict[str, str | None]:
 
 
 def base_env(tmp_path: Path, **env: str) -> dict[str, str]:
-    return {"AGENT_WORKSPACE_ROOT": str(tmp_path / "ws"),
-            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}", **env}
+    return {
+        "AGENT_WORKSPACE_ROOT": str(tmp_path / "ws"),
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}",
+        **env,
+    }
 
 
 # -- the three lists agree ---------------------------------------------------------------
@@ -89,7 +94,9 @@ def test_env_example_documents_every_variable() -> None:
             assert lines[index - 1].startswith("#"), f"{match.group(2)} has no comment above it"
 
 
-@pytest.mark.skipif(not API_MD.is_file(), reason=f"{API_MD} is not checked out beside the repository")
+@pytest.mark.skipif(
+    not API_MD.is_file(), reason=f"{API_MD} is not checked out beside the repository"
+)
 def test_api_md_table_matches_settings() -> None:
     table = api_md_table()
     variables = Settings.variables()
@@ -108,7 +115,10 @@ def test_api_md_table_matches_settings() -> None:
 
 def test_env_file_is_read_and_the_environment_overrides_it(tmp_path: Path) -> None:
     dotenv = tmp_path / ".env"
-    dotenv.write_text('PORT=9000\nLOG_LEVEL=debug\nAGENT_COMMAND="my-agent --acp {workspace}"\nMAX_CONCURRENT_SESSIONS=7\n')
+    dotenv.write_text(
+        'PORT=9000\nLOG_LEVEL=debug\nAGENT_COMMAND="my-agent --acp '
+        '{workspace}"\nMAX_CONCURRENT_SESSIONS=7\n'
+    )
     settings = load_settings(base_env(tmp_path, PORT="9100"), env_file=dotenv)
     assert settings.port == 9100  # the environment wins
     assert settings.log_level == "debug"  # from the file
@@ -120,7 +130,12 @@ def test_env_file_is_read_and_the_environment_overrides_it(tmp_path: Path) -> No
 def test_defaults(tmp_path: Path) -> None:
     settings = load_settings({}, env_file=None)
     assert settings.workspace_root == Path("./workspace")
-    assert (settings.host, settings.port, settings.log_level, settings.log_format) == ("127.0.0.1", 8000, "info", "text")
+    assert (settings.host, settings.port, settings.log_level, settings.log_format) == (
+        "127.0.0.1",
+        8000,
+        "info",
+        "text",
+    )
     assert (settings.api_token, settings.agents_file, settings.allowed_origins) == (None, None, ())
     assert settings.max_concurrent_sessions == 5 and settings.auto_register_repos is True
     assert settings.idle_timeout_minutes == 30 and settings.agent_stop_grace == 5
@@ -129,10 +144,19 @@ def test_defaults(tmp_path: Path) -> None:
 def test_typed_values(tmp_path: Path) -> None:
     agents = tmp_path / "agents.toml"
     agents.write_text("")
-    settings = load_settings(base_env(
-        tmp_path, AUTO_REGISTER_REPOS="false", AGENT_SESSION_IDLE_TIMEOUT="0.5", ALLOWED_ORIGINS="https://a.example, http://localhost:3000/",
-        AGENTS_FILE=str(agents), API_TOKEN="t", HOST="0.0.0.0", PORT="0",
-    ), env_file=None)
+    settings = load_settings(
+        base_env(
+            tmp_path,
+            AUTO_REGISTER_REPOS="false",
+            AGENT_SESSION_IDLE_TIMEOUT="0.5",
+            ALLOWED_ORIGINS="https://a.example, http://localhost:3000/",
+            AGENTS_FILE=str(agents),
+            API_TOKEN="t",
+            HOST="0.0.0.0",
+            PORT="0",
+        ),
+        env_file=None,
+    )
     assert settings.auto_register_repos is False
     assert settings.idle_timeout_minutes == 0.5
     assert settings.allowed_origins == ("https://a.example", "http://localhost:3000")
@@ -193,12 +217,17 @@ def test_bad_value_in_the_env_file_too(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="^LOG_FORMAT="):
         load_settings(base_env(tmp_path), env_file=dotenv)
     # ...unless the environment overrides it.
-    assert load_settings(base_env(tmp_path, LOG_FORMAT="json"), env_file=dotenv).log_format == "json"
+    assert (
+        load_settings(base_env(tmp_path, LOG_FORMAT="json"), env_file=dotenv).log_format == "json"
+    )
 
 
 def test_secrets_are_not_echoed(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as raised:
-        load_settings(base_env(tmp_path, DATABASE_URL="postgresql://user:hunter2@db.example/app"), env_file=None)
+        load_settings(
+            base_env(tmp_path, DATABASE_URL="postgresql://user:hunter2@db.example/app"),
+            env_file=None,
+        )
     assert "hunter2" not in str(raised.value)
     assert str(raised.value).startswith("DATABASE_URL=")
 
@@ -209,7 +238,9 @@ def test_non_loopback_host_needs_a_token(tmp_path: Path, host: str) -> None:
         load_settings(base_env(tmp_path, HOST=host), env_file=None)
     assert "HOST" in str(raised.value) and "API_TOKEN" in str(raised.value)
     assert "\n" not in str(raised.value)
-    assert load_settings(base_env(tmp_path, HOST=host, API_TOKEN="secret"), env_file=None).host == host
+    assert (
+        load_settings(base_env(tmp_path, HOST=host, API_TOKEN="secret"), env_file=None).host == host
+    )
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
@@ -225,15 +256,22 @@ def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     clean = {k: v for k, v in os.environ.items() if k not in Settings.variables()}
     clean.update(base_env(tmp_path, **env), PYTHONPATH=str(ROOT))
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", *args], cwd=tmp_path, env=clean,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        [sys.executable, "-m", "server.cli", "serve", *args],
+        cwd=tmp_path,
+        env=clean,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
     )
 
 
 # One value error and the listen-address check; every other value takes the same path
 # (load_settings), tested above without a process each.
 @pytest.mark.parametrize(("name", "value"), [("PORT", "abc"), ("HOST", "0.0.0.0")])
-def test_serve_with_a_bad_value_exits_non_zero_with_one_line(tmp_path: Path, name: str, value: str) -> None:
+def test_serve_with_a_bad_value_exits_non_zero_with_one_line(
+    tmp_path: Path, name: str, value: str
+) -> None:
     process = serve(tmp_path, **{name: value})
     _, stderr = process.communicate(timeout=60)
     assert process.returncode not in (0, None), stderr

@@ -11,7 +11,8 @@ Protocol
     unknown notifications are ignored. It reads and writes files only through the
     client's ``fs/read_text_file`` / ``fs/write_text_file`` and asks
     ``session/request_permission`` before writing (``probe`` does not ask: it tests the
-    client's confinement). Terminals only through ``terminal/*`` when advertised. Exit code 0 when stdin closes.
+    client's confinement). Terminals only through ``terminal/*`` when advertised. Exit code
+    0 when stdin closes.
 
 The default turn (any prompt text T that is not a command below)
     2 agent_thought_chunk, a plan (pending), tool call ``call_1`` "Read README.md"

@@ -130,7 +130,11 @@ class Agent:
     def _note_prompt(self, message: dict[str, Any]) -> None:
         """A prompt was read; its turn starts in its own task, maybe after a cancel that
         was read right behind it (see ``_cancel``)."""
-        session = self._session_of(message.get("params")) if message["method"] == "session/prompt" else None
+        session = (
+            self._session_of(message.get("params"))
+            if message["method"] == "session/prompt"
+            else None
+        )
         if session is not None:
             session.prompts_received += 1
 

@@ -64,7 +64,9 @@ def command_text(prompt: list[object]) -> str:
     texts = [
         block["text"]
         for block in prompt
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
     ]
     return texts[-1].strip() if texts else ""
 
@@ -91,8 +93,16 @@ def parse_command(text: str) -> Command:
 
 
 def _parse_args(name: str, args: list[str]) -> Command | None:
-    if name in ("ask-permission-bare", "history", "crash", "hang", "grandchildren", "garbage",
-                "endless-line", "env-names"):
+    if name in (
+        "ask-permission-bare",
+        "history",
+        "crash",
+        "hang",
+        "grandchildren",
+        "garbage",
+        "endless-line",
+        "env-names",
+    ):
         return Command(name) if not args else None
     if name == "tools" and 1 <= len(args) <= 2:
         count = _count(args[0], MAX_TOOLS)
@@ -129,8 +139,12 @@ def _parse_rest(name: str, rest: str) -> Command | None:
             return None
         probes = []
         for item in items:
-            if not (isinstance(item, list) and len(item) == 2 and item[0] in PROBE_OPS
-                    and isinstance(item[1], str)):
+            if not (
+                isinstance(item, list)
+                and len(item) == 2
+                and item[0] in PROBE_OPS
+                and isinstance(item[1], str)
+            ):
                 return None
             probes.append((item[0], item[1]))
         return Command("probe", probes=tuple(probes))
@@ -140,7 +154,7 @@ def _parse_rest(name: str, rest: str) -> Command | None:
         return None
     limit = None
     if name == "terminal" and argv and argv[0].startswith("limit="):
-        limit = _count(argv.pop(0)[len("limit="):], MAX_OUTPUT_LIMIT)
+        limit = _count(argv.pop(0)[len("limit=") :], MAX_OUTPUT_LIMIT)
         if limit is None:
             return None
     return Command(name, argv=tuple(argv), output_limit=limit) if argv else None

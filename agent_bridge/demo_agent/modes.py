@@ -42,7 +42,8 @@ async def grandchildren(turn: Turn, command: Command) -> str:
     """Two ``sleep 1000`` children in our process group, then a normal end."""
     for _ in range(2):
         turn.children.append(
-            subprocess.Popen(
+            # Popen returns at once; the children are the point.
+            subprocess.Popen(  # noqa: ASYNC220
                 ["sleep", "1000"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
             )
         )

@@ -28,8 +28,9 @@ async def probe(turn: Turn, command: Command) -> list[str] | None:
     (ok, or the error code) is in the tool call's rawOutput and in the reply; what an
     allowed request returned (file text, terminal output) is shown too, so a leak shows."""
     probes = [{"op": op, "path": path} for op, path in command.probes]
-    await turn.tool_call("call_probe", f"Probe {len(probes)} paths", "other",
-                         rawInput={"probes": probes})
+    await turn.tool_call(
+        "call_probe", f"Probe {len(probes)} paths", "other", rawInput={"probes": probes}
+    )
     await turn.tool_update("call_probe", status="in_progress")
     results = [await _probe_one(turn, op, path) for op, path in command.probes]
     await turn.tool_update("call_probe", status="completed", rawOutput={"results": results})
@@ -86,8 +87,9 @@ async def terminal(turn: Turn, command: Command) -> list[str] | None:
     try:
         created = await turn.request("terminal/create", raw_input)
     except RemoteError as exc:
-        await turn.tool_update("call_terminal", status="failed",
-                               rawOutput={"error": exc.message, "code": exc.code})
+        await turn.tool_update(
+            "call_terminal", status="failed", rawOutput={"error": exc.message, "code": exc.code}
+        )
         return [f"I could not start {title[4:]}: {exc.message}."]
     ref = {"terminalId": created["terminalId"]}
     shown = [{"type": "terminal", "terminalId": ref["terminalId"]}]
@@ -99,8 +101,9 @@ async def terminal(turn: Turn, command: Command) -> list[str] | None:
         await turn.request("terminal/release", ref)
     status = output.get("exitStatus") or {}
     ok = status.get("exitCode") == 0
-    await turn.tool_update("call_terminal", status="completed" if ok else "failed", content=shown,
-                           rawOutput=output)
+    await turn.tool_update(
+        "call_terminal", status="completed" if ok else "failed", content=shown, rawOutput=output
+    )
     size = len(str(output.get("output", "")).encode())
     truncated = " (truncated)" if output.get("truncated") else ""
     return [f"{title[4:]} exited with {_describe(status)}; {size} bytes of output{truncated}."]
@@ -110,14 +113,20 @@ async def terminal_start(turn: Turn, command: Command) -> list[str] | None:
     """Start a command in a client terminal and leave it running (never released):
     report its id and its first line of output (or all of it, if it ends first)."""
     argv = list(command.argv)
-    await turn.tool_call("call_terminal", f"Start {shlex.join(argv)}", "execute",
-                         rawInput={"command": argv[0], "args": argv[1:], "cwd": turn.cwd})
+    await turn.tool_call(
+        "call_terminal",
+        f"Start {shlex.join(argv)}",
+        "execute",
+        rawInput={"command": argv[0], "args": argv[1:], "cwd": turn.cwd},
+    )
     try:
-        created = await turn.request("terminal/create", {"command": argv[0], "args": argv[1:],
-                                                         "cwd": turn.cwd})
+        created = await turn.request(
+            "terminal/create", {"command": argv[0], "args": argv[1:], "cwd": turn.cwd}
+        )
     except RemoteError as exc:
-        await turn.tool_update("call_terminal", status="failed",
-                               rawOutput={"error": exc.message, "code": exc.code})
+        await turn.tool_update(
+            "call_terminal", status="failed", rawOutput={"error": exc.message, "code": exc.code}
+        )
         return [f"I could not start it: {exc.message}."]
     ref = {"terminalId": created["terminalId"]}
     output: dict[str, Any] = {}
@@ -129,8 +138,9 @@ async def terminal_start(turn: Turn, command: Command) -> list[str] | None:
             break
         await asyncio.sleep(0.02)
     shown = [{"type": "terminal", "terminalId": ref["terminalId"]}]
-    await turn.tool_update("call_terminal", status="completed", content=shown,
-                           rawOutput={**output, **ref})
+    await turn.tool_update(
+        "call_terminal", status="completed", content=shown, rawOutput={**output, **ref}
+    )
     return [f"terminal {ref['terminalId']} started: {output.get('output', '')}"]
 
 

@@ -88,12 +88,12 @@ def _variant(command: Command) -> tuple[list[tuple[str, str]], Body]:
 
         return [(f"Stream {count} chunks", "high"), ("Answer", "medium")], slow
     if name in _PROBE_BODIES:
-        body_of, plan = _PROBE_BODIES[name]
+        body_of, probe_plan = _PROBE_BODIES[name]
 
         async def probing(turn: Turn) -> list[str] | None:
             return await body_of(turn, command)
 
-        return [(plan, "high"), ("Answer", "medium")], probing
+        return [(probe_plan, "high"), ("Answer", "medium")], probing
     if name == "history":
 
         async def history(turn: Turn) -> list[str] | None:
@@ -270,8 +270,13 @@ async def _tools(turn: Turn, count: int, permission: bool) -> list[str] | None:
         kind = _TOOL_KINDS[(k - 1) % len(_TOOL_KINDS)]
         await turn.tool_call(tool_call_id, f"Tool {k}", kind, rawInput={"k": k})
         if permission and k == 1:
-            tool_call = {"toolCallId": tool_call_id, "title": f"Tool {k}", "kind": kind,
-                         "status": "pending", "rawInput": {"k": k}}
+            tool_call = {
+                "toolCallId": tool_call_id,
+                "title": f"Tool {k}",
+                "kind": kind,
+                "status": "pending",
+                "rawInput": {"k": k},
+            }
             decision, error = await ask_permission(turn, tool_call)
             if decision == "cancelled":
                 return None

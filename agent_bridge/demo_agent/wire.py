@@ -105,7 +105,7 @@ class Wire:
         writes never block."""
         self._listening = False
 
-    async def wait_drained(self, timeout: float) -> None:
+    async def wait_drained(self, timeout: float) -> None:  # noqa: ASYNC109 - a bound on the flush
         """Wait until everything queued so far is written and flushed."""
         try:
             await asyncio.wait_for(self._outbox.join(), timeout)

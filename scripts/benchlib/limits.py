@@ -34,7 +34,7 @@ def _rows(
 ) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
     """(content, raw frame, type) per flood update, as the server gets them."""
     from agent_bridge.demo_agent.flood import make_update
-    from server.translate import Translator
+    from server.sessions.translate import Translator
 
     translator = Translator()
     rows = []
@@ -64,7 +64,7 @@ def _schema(path: Path) -> None:
 def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, Any]:
     import orjson
 
-    from server.writer import new_id  # the same ids as the server's rows
+    from server.stream.writer import new_id  # the same ids as the server's rows
 
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"limit-{kind}.sqlite"

@@ -16,8 +16,16 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_bridge import AcpClient, AgentConnection, ProcessSpec, RpcError, Workspace, agent_environment, connect_agent
-from agent_bridge import jsonrpc
+from agent_bridge import (
+    AcpClient,
+    AgentConnection,
+    ProcessSpec,
+    RpcError,
+    Workspace,
+    agent_environment,
+    connect_agent,
+    jsonrpc,
+)
 from agent_bridge.demo_agent import command as demo_command
 from tests.conftest import make_git_repo
 
@@ -68,12 +76,16 @@ class Recorder:
         self.raws: list[dict[str, Any]] = []
         self.permissions: list[dict[str, Any]] = []
 
-    async def on_session_update(self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool) -> None:
+    async def on_session_update(
+        self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
+    ) -> None:
         assert not replayed
         self.updates.append(update)
         self.raws.append(raw)
 
-    async def on_permission_request(self, params: dict[str, Any], raw: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+    async def on_permission_request(
+        self, params: dict[str, Any], raw: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]:
         self.permissions.append(params)
 
         async def outcome() -> dict[str, Any]:
@@ -85,7 +97,11 @@ class Recorder:
         return [u["sessionUpdate"] for u in self.updates]
 
     def text(self) -> str:
-        return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == "agent_message_chunk")
+        return "".join(
+            u["content"]["text"]
+            for u in self.updates
+            if u["sessionUpdate"] == "agent_message_chunk"
+        )
 
     def tool(self, call_id: str) -> list[dict[str, Any]]:
         return [u for u in self.updates if u.get("toolCallId") == call_id]
@@ -104,15 +120,27 @@ def tree(tmp_path: Path) -> dict[str, Path]:
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    return {str(p.relative_to(directory)): p.read_text() for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): p.read_text()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 @asynccontextmanager
-async def agent(repo: Path, callbacks: Recorder, argv: list[str]) -> AsyncIterator[tuple[AcpClient, AgentConnection]]:
+async def agent(
+    repo: Path, callbacks: Recorder, argv: list[str]
+) -> AsyncIterator[tuple[AcpClient, AgentConnection]]:
     client = AcpClient(callbacks, Workspace(repo), request_timeout=WAIT)
-    spec = ProcessSpec(argv=argv, cwd=repo, env=agent_environment(os.environ, {}, "test-acp-client"))
+    spec = ProcessSpec(
+        argv=argv, cwd=repo, env=agent_environment(os.environ, {}, "test-acp-client")
+    )
     async with connect_agent(
-        spec, client, max_line_bytes=1 << 20, stop_grace=1, polite_stop=lambda _conn: client.close_session()
+        spec,
+        client,
+        max_line_bytes=1 << 20,
+        stop_grace=1,
+        polite_stop=lambda _conn: client.close_session(),
     ) as conn:
         client.bind(conn)
         yield client, conn
@@ -126,15 +154,23 @@ def received(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-async def run_scripted(tree: dict[str, Path], tmp_path: Path, requests: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+async def run_scripted(
+    tree: dict[str, Path], tmp_path: Path, requests: list[tuple[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """Play ``requests`` against the client; every answer the agent got, in order."""
     log = tmp_path / "agent-log.jsonl"
     async with agent(tree["repo"], Recorder(), scripted(requests, log)) as (client, _conn):
         with anyio.fail_after(WAIT):
             await client.initialize()
             await client.new_session()
-            assert await client.prompt([{"type": "text", "text": "go"}]) == {"stopReason": "end_turn"}
-    answers = [m for m in received(log) if "method" not in m and isinstance(m.get("id"), int) and m["id"] >= 1000]
+            assert await client.prompt([{"type": "text", "text": "go"}]) == {
+                "stopReason": "end_turn"
+            }
+    answers = [
+        m
+        for m in received(log)
+        if "method" not in m and isinstance(m.get("id"), int) and m["id"] >= 1000
+    ]
     assert [a["id"] for a in answers] == list(range(1000, 1000 + len(requests)))
     return answers
 
@@ -155,7 +191,10 @@ async def test_initialize_advertises_fs_and_session_new_names_the_repository(
     initialize, new = received(log)[:2]
     assert initialize["method"] == "initialize"
     assert initialize["params"]["protocolVersion"] == 1
-    assert initialize["params"]["clientCapabilities"]["fs"] == {"readTextFile": True, "writeTextFile": True}
+    assert initialize["params"]["clientCapabilities"]["fs"] == {
+        "readTextFile": True,
+        "writeTextFile": True,
+    }
     assert initialize["params"]["clientInfo"]["name"] == "agent-sessions"
     assert new["method"] == "session/new"
     assert new["params"] == {"cwd": str(tree["repo"]), "mcpServers": []}
@@ -184,20 +223,33 @@ ESCAPING_WRITES = [
 ]
 
 
-async def test_file_access_outside_the_repository_is_refused_on_the_wire(tree: dict[str, Path], tmp_path: Path) -> None:
+async def test_file_access_outside_the_repository_is_refused_on_the_wire(
+    tree: dict[str, Path], tmp_path: Path
+) -> None:
     before = snapshot(tree["outside"])
     fill = {"repo": tree["repo"], "outside": tree["outside"]}
-    requests: list[tuple[str, dict[str, Any]]] = [
-        ("fs/read_text_file", {"sessionId": "sess-1", "path": p.format(**fill)}) for p in ESCAPING_READS
-    ] + [
-        ("fs/write_text_file", {"sessionId": "sess-1", "path": p.format(**fill), "content": "pwned"})
-        for p in ESCAPING_WRITES
-    ] + [
-        ("fs/read_text_file", {"sessionId": "sess-1", "path": f"{tree['repo']}/README.md"}),
-        ("fs/write_text_file", {"sessionId": "sess-1", "path": f"{tree['repo']}/sub/new.txt", "content": "fine"}),
-    ]
+    requests: list[tuple[str, dict[str, Any]]] = (
+        [
+            ("fs/read_text_file", {"sessionId": "sess-1", "path": p.format(**fill)})
+            for p in ESCAPING_READS
+        ]
+        + [
+            (
+                "fs/write_text_file",
+                {"sessionId": "sess-1", "path": p.format(**fill), "content": "pwned"},
+            )
+            for p in ESCAPING_WRITES
+        ]
+        + [
+            ("fs/read_text_file", {"sessionId": "sess-1", "path": f"{tree['repo']}/README.md"}),
+            (
+                "fs/write_text_file",
+                {"sessionId": "sess-1", "path": f"{tree['repo']}/sub/new.txt", "content": "fine"},
+            ),
+        ]
+    )
     answers = await run_scripted(tree, tmp_path, requests)
-    refused, allowed = answers[: -2], answers[-2:]
+    refused, allowed = answers[:-2], answers[-2:]
     for request, answer in zip(requests, refused, strict=False):
         assert "result" not in answer, (request, answer)
         assert answer["error"]["code"] == jsonrpc.INVALID_PARAMS, (request, answer)
@@ -211,17 +263,28 @@ async def test_file_access_outside_the_repository_is_refused_on_the_wire(tree: d
     assert (tree["repo"] / "sub" / "new.txt").read_text() == "fine"
 
 
-async def test_unknown_methods_and_foreign_sessions_are_errors(tree: dict[str, Path], tmp_path: Path) -> None:
-    answers = await run_scripted(tree, tmp_path, [
-        ("x/unknown", {"sessionId": "sess-1"}),
-        ("terminal/create", {"sessionId": "sess-1", "command": "true"}),  # no terminals offered
-        ("fs/read_text_file", {"sessionId": "another", "path": "README.md"}),
-        ("fs/read_text_file", {"sessionId": "sess-1", "path": 42}),
-        ("fs/read_text_file", {"sessionId": "sess-1", "path": f"{tree['repo']}/missing.txt"}),
-    ])
+async def test_unknown_methods_and_foreign_sessions_are_errors(
+    tree: dict[str, Path], tmp_path: Path
+) -> None:
+    answers = await run_scripted(
+        tree,
+        tmp_path,
+        [
+            ("x/unknown", {"sessionId": "sess-1"}),
+            ("terminal/create", {"sessionId": "sess-1", "command": "true"}),  # no terminals offered
+            ("fs/read_text_file", {"sessionId": "another", "path": "README.md"}),
+            ("fs/read_text_file", {"sessionId": "sess-1", "path": 42}),
+            ("fs/read_text_file", {"sessionId": "sess-1", "path": f"{tree['repo']}/missing.txt"}),
+        ],
+    )
     codes = [a.get("error", {}).get("code") for a in answers]
-    assert codes == [jsonrpc.METHOD_NOT_FOUND, jsonrpc.METHOD_NOT_FOUND, jsonrpc.INVALID_PARAMS,
-                     jsonrpc.INVALID_PARAMS, -32002]
+    assert codes == [
+        jsonrpc.METHOD_NOT_FOUND,
+        jsonrpc.METHOD_NOT_FOUND,
+        jsonrpc.INVALID_PARAMS,
+        jsonrpc.INVALID_PARAMS,
+        -32002,
+    ]
     assert answers[0]["error"]["message"] == "Method not found"
 
 
@@ -250,7 +313,9 @@ async def test_a_turn_with_the_demo_agent(tree: dict[str, Path]) -> None:
             assert result["agentInfo"]["name"] == "demo-agent"
             session_id = await client.new_session()
             assert client.session_id == session_id
-            assert (await client.prompt([{"type": "text", "text": "hello"}]))["stopReason"] == "end_turn"
+            assert (await client.prompt([{"type": "text", "text": "hello"}]))[
+                "stopReason"
+            ] == "end_turn"
         assert Path(f"/proc/{conn.process.pid}/cwd").resolve() == tree["repo"]
     kinds = recorder.kinds()
     assert kinds[:3] == ["agent_thought_chunk", "agent_thought_chunk", "plan"]
@@ -259,16 +324,23 @@ async def test_a_turn_with_the_demo_agent(tree: dict[str, Path]) -> None:
     read = recorder.tool("call_1")
     assert read[0]["rawInput"] == {"path": str(tree["repo"] / "README.md")}
     assert [u["status"] for u in read if "status" in u] == ["pending", "in_progress", "completed"]
-    assert read[-1]["rawOutput"] == {"bytes": len((tree["repo"] / "README.md").read_bytes()), "lines": 3}
+    assert read[-1]["rawOutput"] == {
+        "bytes": len((tree["repo"] / "README.md").read_bytes()),
+        "lines": 3,
+    }
     assert "You said: hello" in recorder.text()
     # Updates arrive in order with their raw frames.
-    assert all(raw["method"] == "session/update" and raw["params"]["update"] == update
-               for raw, update in zip(recorder.raws, recorder.updates, strict=True))
+    assert all(
+        raw["method"] == "session/update" and raw["params"]["update"] == update
+        for raw, update in zip(recorder.raws, recorder.updates, strict=True)
+    )
     assert conn.exit_code == 0
 
 
 @pytest.mark.parametrize(("option", "written"), [("allow", True), ("reject", False)])
-async def test_the_demo_agent_writes_only_after_permission(tree: dict[str, Path], option: str, written: bool) -> None:
+async def test_the_demo_agent_writes_only_after_permission(
+    tree: dict[str, Path], option: str, written: bool
+) -> None:
     recorder = Recorder(option)
     async with agent(tree["repo"], recorder, demo_command()) as (client, _conn):
         with anyio.fail_after(WAIT):
@@ -299,7 +371,9 @@ async def test_a_crashing_agent_fails_the_pending_request(tree: dict[str, Path])
     assert "crashing on purpose" in conn.stderr_tail
 
 
-async def test_the_demo_agent_honours_a_cancel_right_behind_its_prompt(tree: dict[str, Path]) -> None:
+async def test_the_demo_agent_honours_a_cancel_right_behind_its_prompt(
+    tree: dict[str, Path],
+) -> None:
     """Raw pipes: the prompt and its cancel reach the agent in one write."""
     process = await anyio.open_process(demo_command(), cwd=tree["repo"])
     assert process.stdin is not None and process.stdout is not None
@@ -323,14 +397,37 @@ async def test_the_demo_agent_honours_a_cancel_right_behind_its_prompt(tree: dic
 
     try:
         with anyio.fail_after(WAIT):
-            await call({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-            new = await call({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                              "params": {"cwd": str(tree["repo"]), "mcpServers": []}})
+            await call(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": 1},
+                }
+            )
+            new = await call(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/new",
+                    "params": {"cwd": str(tree["repo"]), "mcpServers": []},
+                }
+            )
             session_id = new["result"]["sessionId"]
-            prompt = {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                      "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "slow 5"}]}}
-            cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-            await process.stdin.send((json.dumps(prompt) + "\n" + json.dumps(cancel) + "\n").encode())
+            prompt = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "slow 5"}]},
+            }
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "session/cancel",
+                "params": {"sessionId": session_id},
+            }
+            await process.stdin.send(
+                (json.dumps(prompt) + "\n" + json.dumps(cancel) + "\n").encode()
+            )
             result = await answer(3)
     finally:
         await process.stdin.aclose()

@@ -232,8 +232,11 @@ class Agent:
 
     async def initialize(self, read: bool = True, write: bool = True) -> Message:
         caps = {"fs": {"readTextFile": read, "writeTextFile": write}, "terminal": False}
-        params = {"protocolVersion": 1, "clientCapabilities": caps,
-                  "clientInfo": {"name": "test", "version": "0"}}
+        params = {
+            "protocolVersion": 1,
+            "clientCapabilities": caps,
+            "clientInfo": {"name": "test", "version": "0"},
+        }
         return await self.result("initialize", params)  # type: ignore[no-any-return]
 
     async def new_session(self, cwd: Path) -> str:
@@ -243,8 +246,9 @@ class Agent:
     async def prompt(self, session_id: str, text: str) -> tuple[Message, list[Message]]:
         """Run one turn; returns the response and the turn's updates, in order."""
         start = len(self.messages)
-        msg_id = self.start_request("session/prompt", {"sessionId": session_id, "prompt": [
-            {"type": "text", "text": text}]})
+        msg_id = self.start_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
         answer = await self.response(msg_id)
         return answer, self.updates(session_id, start, self.responses[msg_id])
 
@@ -381,8 +385,10 @@ async def test_initialize_shape_and_plain_errors(workspace: Path) -> None:
 async def test_stdin_eof_exits_0_even_mid_turn(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
-        agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "slow 100"}]})
+        agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "slow 100"}]},
+        )
         await agent.wait_for(lambda: "chunk 1/100" in reply_text(agent.updates(session)))
         agent.close_stdin()
         assert await agent.exit_code() == 0
@@ -399,8 +405,13 @@ async def test_default_turn_sequence_and_read_request(workspace: Path) -> None:
         assert answer["result"] == {"stopReason": "end_turn"}
         sequence = kinds(updates)
         assert sequence[:7] == [
-            "agent_thought_chunk", "agent_thought_chunk", "plan",
-            "tool_call", "tool_call_update", "tool_call_update", "plan",
+            "agent_thought_chunk",
+            "agent_thought_chunk",
+            "plan",
+            "tool_call",
+            "tool_call_update",
+            "tool_call_update",
+            "plan",
         ]
         assert sequence[-1] == "usage_update"
         assert set(sequence[7:-1]) == {"agent_message_chunk"} and len(sequence[7:-1]) >= 3
@@ -425,8 +436,11 @@ async def test_default_turn_sequence_and_read_request(workspace: Path) -> None:
         # the read request: its path, and its place between in_progress and completed
         (read,) = agent.requests("fs/read_text_file")
         assert read["params"] == {"sessionId": session, "path": readme}
-        order = [m.get("params", {}).get("update", {}).get("status") or m.get("method")
-                 for m in agent.messages if m.get("method")]
+        order = [
+            m.get("params", {}).get("update", {}).get("status") or m.get("method")
+            for m in agent.messages
+            if m.get("method")
+        ]
         assert order.index("fs/read_text_file") == order.index("in_progress") + 1
         # the cost is cumulative over the session's turns
         _, again = await agent.prompt(session, "second")
@@ -441,8 +455,14 @@ async def test_read_error_fails_the_tool_call(workspace: Path) -> None:
         answer, updates = await agent.prompt(session, "read please")
         assert answer["result"]["stopReason"] == "end_turn"
         failed = [u for u in updates if u.get("status") == "failed"]
-        assert failed == [{"sessionUpdate": "tool_call_update", "toolCallId": "call_1",
-                           "status": "failed", "rawOutput": {"error": "no such file (test)"}}]
+        assert failed == [
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_1",
+                "status": "failed",
+                "rawOutput": {"error": "no such file (test)"},
+            }
+        ]
         assert "could not read README.md" in reply_text(updates)
 
 
@@ -478,14 +498,21 @@ async def test_write_allowed_goes_through_fs_write(workspace: Path) -> None:
         (edit,) = [u for u in updates if u["sessionUpdate"] == "tool_call" and u["kind"] == "edit"]
         assert edit["toolCallId"] == "call_2" and edit["status"] == "pending"
         assert edit["rawInput"] == {"path": target, "content": "new text here"}
-        assert edit["content"] == [{"type": "diff", "path": target, "oldText": "old\n",
-                                    "newText": "new text here"}]
+        assert edit["content"] == [
+            {"type": "diff", "path": target, "oldText": "old\n", "newText": "new text here"}
+        ]
         (permission,) = agent.requests("session/request_permission")
         assert permission["params"]["toolCall"]["toolCallId"] == "call_2"
         assert [o["optionId"] for o in permission["params"]["options"]] == [
-            "allow", "allow-always", "reject"]
+            "allow",
+            "allow-always",
+            "reject",
+        ]
         assert [o["kind"] for o in permission["params"]["options"]] == [
-            "allow_once", "allow_always", "reject_once"]
+            "allow_once",
+            "allow_always",
+            "reject_once",
+        ]
         (write,) = agent.requests("fs/write_text_file")
         assert write["params"] == {"sessionId": session, "path": target, "content": "new text here"}
         assert (workspace / "notes.txt").read_text() == "new text here"
@@ -501,7 +528,8 @@ async def test_write_rejected_does_not_write(workspace: Path) -> None:
         assert answer["result"]["stopReason"] == "end_turn"
         assert tool_statuses(updates, "call_2") == ["pending", "failed"]
         assert updates[[u.get("toolCallId") for u in updates].index("call_2") + 1]["rawOutput"] == {
-            "error": "rejected by user"}
+            "error": "rejected by user"
+        }
         assert agent.requests("fs/write_text_file") == []
         assert not (workspace / "new.txt").exists()
         assert "did not write new.txt" in reply_text(updates)
@@ -532,8 +560,13 @@ async def test_answers_correlate_by_id_out_of_order(workspace: Path) -> None:
         first, second = await agent.new_session(workspace), await agent.new_session(workspace)
         agent.policy["permission"] = "hold"
         ids = [
-            agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-                {"type": "text", "text": f"write {name}.txt {name}"}]})
+            agent.start_request(
+                "session/prompt",
+                {
+                    "sessionId": session,
+                    "prompt": [{"type": "text", "text": f"write {name}.txt {name}"}],
+                },
+            )
             for session, name in ((first, "one"), (second, "two"))
         ]
         await agent.wait_for(lambda: len(agent.held) == 2)
@@ -553,8 +586,10 @@ async def test_answers_correlate_by_id_out_of_order(workspace: Path) -> None:
 async def test_cancel_mid_slow(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
-        msg_id = agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "slow 50"}]})
+        msg_id = agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "slow 50"}]},
+        )
         await agent.wait_for(lambda: "chunk 3/50" in reply_text(agent.updates(session)))
         busy = await agent.call("session/prompt", {"sessionId": session, "prompt": []})
         assert busy["error"]["code"] == -32000  # one prompt at a time
@@ -570,8 +605,10 @@ async def test_cancel_abandons_pending_permission(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
         agent.policy["permission"] = "hold"
-        msg_id = agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "tools 3 permission"}]})
+        msg_id = agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "tools 3 permission"}]},
+        )
         await agent.wait_for(lambda: agent.held)
         agent.notify("session/cancel", {"sessionId": session})
         answer = await agent.response(msg_id)
@@ -609,7 +646,9 @@ async def test_auth_required(workspace: Path) -> None:
         assert result["authMethods"] == [{"id": "demo-key", "name": "Demo key"}]
         params = {"cwd": str(workspace), "mcpServers": []}
         assert (await agent.call("session/new", params))["error"] == {
-            "code": -32000, "message": "Authentication required"}
+            "code": -32000,
+            "message": "Authentication required",
+        }
         wrong = await agent.call("authenticate", {"methodId": "other"})
         assert wrong["error"]["code"] == -32602
         assert await agent.result("authenticate", {"methodId": "demo-key"}) == {}
@@ -663,7 +702,10 @@ async def test_flood_count_and_timestamps(workspace: Path) -> None:
         # the text starts with the same facts (t when built, just before the write)
         in_text = [parse_stamp(u["content"]["text"]) for u in stamped]
         assert [s[1] for s in in_text if s] == list(range(500))
-        assert all(s and before <= s[0] <= u["_meta"]["demo"]["t"] for s, u in zip(in_text, stamped, strict=True))
+        assert all(
+            s and before <= s[0] <= u["_meta"]["demo"]["t"]
+            for s, u in zip(in_text, stamped, strict=True)
+        )
 
 
 async def test_flood_tool_paced(workspace: Path) -> None:
@@ -689,8 +731,9 @@ async def test_flood_tool_paced(workspace: Path) -> None:
 async def test_crash_exits_3(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
-        msg_id = agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "crash"}]})
+        msg_id = agent.start_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "crash"}]}
+        )
         assert await agent.exit_code() == 3
         await agent.wait_for(lambda: b"crashing on purpose" in agent.stderr)
         assert kinds(agent.updates(session)) == ["agent_message_chunk"] * 2
@@ -737,8 +780,9 @@ async def test_env_turn_modes(workspace: Path) -> None:
         assert agent.noise[1:] == [b"Loading model...", b"{not json", b"[1,2]", b"42"]
     async with spawn(workspace, DEMO_AGENT_MODE="crash") as agent:
         session = await start(workspace, agent)
-        agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "hello"}]})
+        agent.start_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}
+        )
         assert await agent.exit_code() == 3
 
 
@@ -762,8 +806,10 @@ async def test_huge_line(workspace: Path) -> None:
 async def test_endless_line_never_ends(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
-        agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "endless-line"}]})
+        agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "endless-line"}]},
+        )
         await agent.wait_for(lambda: agent.partial > 3 << 20)
         agent.close_stdin()  # ignored: it runs until killed
         with pytest.raises(TimeoutError):
@@ -781,8 +827,10 @@ async def test_stderr_flood_then_normal_end(workspace: Path) -> None:
 async def test_hang_ignores_cancel_eof_and_sigterm(workspace: Path) -> None:
     async with spawn(workspace) as agent:
         session = await start(workspace, agent)
-        msg_id = agent.start_request("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "ignore-sigterm hang"}]})
+        msg_id = agent.start_request(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "ignore-sigterm hang"}]},
+        )
         await agent.wait_for(lambda: b"hanging on purpose" in agent.stderr)
         agent.notify("session/cancel", {"sessionId": session})
         agent.close_stdin()
@@ -835,19 +883,32 @@ async def test_messages_match_the_acp_schema(workspace: Path, tmp_path: Path) ->
     def validator(name: str) -> Any:
         return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": defs})
 
-    env = {"DEMO_AGENT_LOAD": "1", "DEMO_AGENT_STATE_DIR": str(tmp_path / "state"),
-           "DEMO_AGENT_REQUIRE_AUTH": "demo-key"}
+    env = {
+        "DEMO_AGENT_LOAD": "1",
+        "DEMO_AGENT_STATE_DIR": str(tmp_path / "state"),
+        "DEMO_AGENT_REQUIRE_AUTH": "demo-key",
+    }
     async with spawn(workspace, **env) as agent:
         await agent.initialize()
         await agent.result("authenticate", {"methodId": "demo-key"})
         session = await agent.new_session(workspace)
-        for text in ("hello", "write out.txt hi", "ask-permission-bare", "tools 3",
-                     "flood 3 tool", "flood 2", "slow 2", "history", "grandchildren"):
+        for text in (
+            "hello",
+            "write out.txt hi",
+            "ask-permission-bare",
+            "tools 3",
+            "flood 3 tool",
+            "flood 2",
+            "slow 2",
+            "history",
+            "grandchildren",
+        ):
             await agent.prompt(session, text)
         agent.policy["permission"] = "reject"
         await agent.prompt(session, "write out.txt again")
-        await agent.call("session/load", {"sessionId": session, "cwd": str(workspace),
-                                          "mcpServers": []})
+        await agent.call(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         await agent.call("session/prompt", {"sessionId": "nope", "prompt": []})
         problems: list[str] = []
         for message in agent.messages:

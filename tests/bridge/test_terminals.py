@@ -21,7 +21,11 @@ from tests.traversal_payloads import ESCAPES, TRAVERSAL_PAYLOADS, make_traversal
 
 pytestmark = pytest.mark.anyio
 
-BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", OWNER_ENV: "test-owner"}
+BASE_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "LANG": "C.UTF-8",
+    OWNER_ENV: "test-owner",
+}
 
 
 def wait_gone(pids: list[int], timeout: float = 10) -> None:
@@ -51,7 +55,9 @@ async def host(repo: Path) -> AsyncIterator[TerminalHost]:
 
 async def run(host: TerminalHost, command: str, *args: str, **params: Any) -> dict[str, Any]:
     """create → wait_for_exit → output → release; returns the output result."""
-    created = await host.handle("terminal/create", {"command": command, "args": list(args), **params})
+    created = await host.handle(
+        "terminal/create", {"command": command, "args": list(args), **params}
+    )
     ref = {"terminalId": created["terminalId"]}
     status = await host.handle("terminal/wait_for_exit", ref)
     output = await host.handle("terminal/output", ref)
@@ -62,7 +68,10 @@ async def run(host: TerminalHost, command: str, *args: str, **params: Any) -> di
 
 async def first_line(host: TerminalHost, terminal_id: str) -> str:
     with anyio.fail_after(10):
-        while "\n" not in (text := (await host.handle("terminal/output", {"terminalId": terminal_id}))["output"]):
+        # terminal/output is a poll by design (ACP has no output event)
+        while "\n" not in (  # noqa: ASYNC110
+            text := (await host.handle("terminal/output", {"terminalId": terminal_id}))["output"]
+        ):
             await anyio.sleep(0.01)
     return str(text)
 
@@ -128,8 +137,11 @@ async def test_exit_status(host: TerminalHost, script: str, status: dict[str, An
 
 async def test_output_and_working_directory(host: TerminalHost, repo: Path) -> None:
     output = await run(host, "sh", "-c", "pwd; echo two >&2")
-    assert output == {"output": f"{repo.resolve()}\ntwo\n", "truncated": False,
-                      "exitStatus": {"exitCode": 0, "signal": None}}
+    assert output == {
+        "output": f"{repo.resolve()}\ntwo\n",
+        "truncated": False,
+        "exitStatus": {"exitCode": 0, "signal": None},
+    }
     output = await run(host, "pwd", cwd=str(repo / "sub"))
     assert output["output"] == f"{(repo / 'sub').resolve()}\n"
 
@@ -139,7 +151,9 @@ async def test_command_without_args_is_a_shell_command_line(host: TerminalHost) 
     assert output["output"] == "ONE TWO\n"
 
 
-@pytest.mark.parametrize(("limit", "expected"), [(7, EURO * 2), (6, EURO * 2), (1, ""), (30, EURO * 10)])
+@pytest.mark.parametrize(
+    ("limit", "expected"), [(7, EURO * 2), (6, EURO * 2), (1, ""), (30, EURO * 10)]
+)
 async def test_output_byte_limit_truncates_from_the_beginning_at_a_character_boundary(
     host: TerminalHost, limit: int, expected: str
 ) -> None:
@@ -156,7 +170,9 @@ async def test_large_output_keeps_only_the_tail(host: TerminalHost) -> None:
 
 
 async def test_kill_keeps_the_id(host: TerminalHost) -> None:
-    created = await host.handle("terminal/create", {"command": "sh", "args": ["-c", "echo started; exec sleep 1000"]})
+    created = await host.handle(
+        "terminal/create", {"command": "sh", "args": ["-c", "echo started; exec sleep 1000"]}
+    )
     ref = {"terminalId": created["terminalId"]}
     assert await first_line(host, ref["terminalId"]) == "started\n"
     assert "exitStatus" not in await host.handle("terminal/output", ref)
@@ -178,7 +194,12 @@ async def test_release_kills_a_running_command_and_frees_the_id(host: TerminalHo
         assert await host.handle("terminal/release", ref) == {}
     wait_gone([pid])
     assert host.open_count == 0
-    for method in ("terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release"):
+    for method in (
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    ):
         with pytest.raises(RpcError) as caught:
             await host.handle(method, ref)
         assert caught.value.code == RESOURCE_NOT_FOUND
@@ -202,8 +223,10 @@ async def test_close_kills_every_group_with_its_grandchildren(host: TerminalHost
 
 
 async def test_concurrent_terminals_are_capped(host: TerminalHost) -> None:
-    ids = [(await host.handle("terminal/create", {"command": "sleep", "args": ["1000"]}))["terminalId"]
-           for _ in range(4)]
+    ids = [
+        (await host.handle("terminal/create", {"command": "sleep", "args": ["1000"]}))["terminalId"]
+        for _ in range(4)
+    ]
     with pytest.raises(RpcError) as caught:
         await host.handle("terminal/create", {"command": "true"})
     assert caught.value.code == TERMINAL_LIMIT_REACHED
@@ -212,7 +235,9 @@ async def test_concurrent_terminals_are_capped(host: TerminalHost) -> None:
     assert created["terminalId"] not in ids
 
 
-async def test_environment_is_the_base_plus_what_the_agent_asks(host: TerminalHost, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_environment_is_the_base_plus_what_the_agent_asks(
+    host: TerminalHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("API_TOKEN", "server-secret")
     env = [{"name": "EXTRA", "value": "1"}, {"name": OWNER_ENV, "value": "forged"}]
     output = await run(host, "env", env=env)
@@ -253,9 +278,12 @@ async def test_unknown_terminal_method(host: TerminalHost) -> None:
 # -- working-directory confinement: the traversal catalogue ---------------------------------
 
 
-@pytest.mark.parametrize(("label", "template"), TRAVERSAL_PAYLOADS, ids=[p[0] for p in TRAVERSAL_PAYLOADS])
-async def test_cwd_traversal_catalogue(tmp_path: Path, label: str, template: str,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("label", "template"), TRAVERSAL_PAYLOADS, ids=[p[0] for p in TRAVERSAL_PAYLOADS]
+)
+async def test_cwd_traversal_catalogue(
+    tmp_path: Path, label: str, template: str, caplog: pytest.LogCaptureFixture
+) -> None:
     tree = make_traversal_tree(tmp_path)
     root = Path(tree["root"])
     host = TerminalHost(Workspace(root, context={"session_id": "s-1"}), base_env=BASE_ENV)
@@ -279,7 +307,9 @@ async def test_cwd_traversal_catalogue(tmp_path: Path, label: str, template: str
         assert ran_in.parts[: len(root.parts)] == root.parts, (label, ran_in)
 
 
-async def test_cwd_symlink_to_a_directory_outside_is_refused_even_if_it_appears_later(tmp_path: Path) -> None:
+async def test_cwd_symlink_to_a_directory_outside_is_refused_even_if_it_appears_later(
+    tmp_path: Path,
+) -> None:
     tree = make_traversal_tree(tmp_path)
     root = Path(tree["root"])
     host = TerminalHost(Workspace(root), base_env=BASE_ENV)

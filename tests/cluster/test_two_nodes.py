@@ -22,7 +22,10 @@ from tests.helpers import process_state, processes_with_env
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
-    pytest.mark.skipif(not PG_SERVER, reason="needs PostgreSQL: run through ./scripts/test (AGENT_SESSIONS_TEST_PG)"),
+    pytest.mark.skipif(
+        not PG_SERVER,
+        reason="needs PostgreSQL: run through ./scripts/test (AGENT_SESSIONS_TEST_PG)",
+    ),
 ]
 
 LEASE = 2.0
@@ -33,7 +36,9 @@ def two_nodes(live_server: Any) -> Any:
     """Start a node by name; every node of a test shares the test's database."""
 
     def start(name: str) -> Any:
-        return live_server(NODE_ID=name, LEASE_SECONDS=LEASE, CLUSTER_SECRET="s3cret", MAX_CONCURRENT_SESSIONS=4)
+        return live_server(
+            NODE_ID=name, LEASE_SECONDS=LEASE, CLUSTER_SECRET="s3cret", MAX_CONCURRENT_SESSIONS=4
+        )
 
     return start
 
@@ -50,16 +55,25 @@ async def _collect(url: str, until: Any, out: list[dict[str, Any]], timeout: flo
 
 
 def _run_end(run_id: str):
-    return lambda m: m["content"]["type"] == "run" and m["content"]["runId"] == run_id and m["content"]["status"] != "running"
+    return lambda m: (
+        m["content"]["type"] == "run"
+        and m["content"]["runId"] == run_id
+        and m["content"]["status"] != "running"
+    )
 
 
 async def _messages(http: httpx.AsyncClient, sid: str) -> list[dict[str, Any]]:
-    return (await http.get(f"/api/sessions/{sid}/messages", params={"limit": 5000})).json()["messages"]
+    return (await http.get(f"/api/sessions/{sid}/messages", params={"limit": 5000})).json()[
+        "messages"
+    ]
 
 
 async def test_create_on_a_watch_and_command_through_b(two_nodes) -> None:
     a, b = two_nodes("node-a"), two_nodes("node-b")
-    async with httpx.AsyncClient(base_url=a.url, timeout=30) as ha, httpx.AsyncClient(base_url=b.url, timeout=30) as hb:
+    async with (
+        httpx.AsyncClient(base_url=a.url, timeout=30) as ha,
+        httpx.AsyncClient(base_url=b.url, timeout=30) as hb,
+    ):
         repo = (await ha.get("/api/repos")).json()["repos"][0]["id"]
         sid = (await ha.post("/api/sessions", json={"repoId": repo})).json()["id"]
         assert (await hb.get(f"/api/sessions/{sid}")).json()["status"] == "active"
@@ -70,7 +84,9 @@ async def test_create_on_a_watch_and_command_through_b(two_nodes) -> None:
             run_box: dict[str, str] = {}
 
             async def prompt_when_watching() -> None:
-                response = await hb.post(f"/api/sessions/{sid}/prompt", json={"text": "write notes.txt from-b"})
+                response = await hb.post(
+                    f"/api/sessions/{sid}/prompt", json={"text": "write notes.txt from-b"}
+                )
                 assert response.status_code == 202, response.text
                 run_box["id"] = response.json()["runId"]
 
@@ -81,10 +97,16 @@ async def test_create_on_a_watch_and_command_through_b(two_nodes) -> None:
             tg.start_soon(_collect, f"{a.ws_url}/ws/sessions/{sid}", permission_pending, on_a)
             await prompt_when_watching()
         request = next(m["content"] for m in on_b if m["content"]["type"] == "permission")
-        answer = await hb.post(f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": "allow"})
+        answer = await hb.post(
+            f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": "allow"}
+        )
         assert answer.status_code == 200, answer.text
-        late = await hb.post(f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": "reject"})
-        assert late.status_code == 409 and late.json()["error"]["code"] == "permission_already_decided"
+        late = await hb.post(
+            f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": "reject"}
+        )
+        assert (
+            late.status_code == 409 and late.json()["error"]["code"] == "permission_already_decided"
+        )
         run_id = run_box["id"]
         full_a: list[dict[str, Any]] = []
         full_b: list[dict[str, Any]] = []
@@ -106,8 +128,10 @@ async def test_global_limit_holds_across_nodes(two_nodes) -> None:
     a, b = two_nodes("node-a"), two_nodes("node-b")
     statuses: list[int] = []
     limits = httpx.Limits(max_connections=48, max_keepalive_connections=0)  # no idle-close races
-    async with httpx.AsyncClient(base_url=a.url, timeout=60, limits=limits) as ha, \
-            httpx.AsyncClient(base_url=b.url, timeout=60, limits=limits) as hb:
+    async with (
+        httpx.AsyncClient(base_url=a.url, timeout=60, limits=limits) as ha,
+        httpx.AsyncClient(base_url=b.url, timeout=60, limits=limits) as hb,
+    ):
         repo = (await ha.get("/api/repos")).json()["repos"][0]["id"]
 
         async def create(http: httpx.AsyncClient) -> None:
@@ -128,18 +152,24 @@ async def test_node_killed_mid_turn_then_resumed_through_the_other(two_nodes) ->
         async with httpx.AsyncClient(base_url=a.url, timeout=30) as ha:
             sid = (await ha.post("/api/sessions", json={"repoId": repo})).json()["id"]
             agents = processes_with_env(f":{a.process.pid}:")
-            run = (await ha.post(f"/api/sessions/{sid}/prompt", json={"text": "slow 200"})).json()["runId"]
+            run = (await ha.post(f"/api/sessions/{sid}/prompt", json={"text": "slow 200"})).json()[
+                "runId"
+            ]
         seen: list[dict[str, Any]] = []
-        await _collect(f"{b.ws_url}/ws/sessions/{sid}",
-                       lambda m: sum(1 for x in seen if x["content"]["type"] == "text") >= 4, seen)
+        await _collect(
+            f"{b.ws_url}/ws/sessions/{sid}",
+            lambda m: sum(1 for x in seen if x["content"]["type"] == "text") >= 4,
+            seen,
+        )
         os.kill(a.process.pid, signal.SIGKILL)
         a.process.wait(10)
         for pid in agents:  # the agents die with their node
             with anyio.fail_after(10):
-                while process_state(pid) not in (None, "Z"):
+                while process_state(pid) not in (None, "Z"):  # noqa: ASYNC110 - /proc has no event
                     await anyio.sleep(0.05)
         with anyio.fail_after(LEASE * 10):  # B takes over once A's lease expires
-            while (await hb.get(f"/api/agent-runs/{run}")).json()["status"] == "running":
+            # B's takeover is seen only through its API: poll it
+            while (await hb.get(f"/api/agent-runs/{run}")).json()["status"] == "running":  # noqa: ASYNC110
                 await anyio.sleep(0.1)
         assert (await hb.get(f"/api/agent-runs/{run}")).json()["status"] == "interrupted"
         stored = {m["seq"]: m for m in await _messages(hb, sid)}

@@ -53,7 +53,12 @@ async def receive_until(ws: ClientConnection, done: Callable[[Frame], bool]) -> 
 def run_end(run_id: str) -> Callable[[Frame], bool]:
     def match(message: Frame) -> bool:
         content = message["content"]
-        return content["type"] == "run" and content["runId"] == run_id and content["status"] != "running"
+        return (
+            content["type"] == "run"
+            and content["runId"] == run_id
+            and content["status"] != "running"
+        )
+
     return match
 
 
@@ -92,7 +97,9 @@ def server(live_server: Callable[..., LiveServer]) -> LiveServer:
     return live_server(MAX_WS_MESSAGE_BYTES=4096)
 
 
-async def test_turn_live_then_reconnect_mid_turn_without_gap_or_duplicate(server: LiveServer) -> None:
+async def test_turn_live_then_reconnect_mid_turn_without_gap_or_duplicate(
+    server: LiveServer,
+) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=WAIT) as http:
         session_id = await new_session(http)
         url = f"{server.ws_url}/ws/sessions/{session_id}"
@@ -130,13 +137,22 @@ async def test_turn_live_then_reconnect_mid_turn_without_gap_or_duplicate(server
 
         assert_contiguous(received)
         end = received[-1]["content"]
-        assert (end["type"], end["runId"], end["status"], end["stopReason"]) == ("run", slow, "completed", "end_turn")
+        assert (end["type"], end["runId"], end["status"], end["stopReason"]) == (
+            "run",
+            slow,
+            "completed",
+            "end_turn",
+        )
         assert sum(is_text_chunk(m) for m in received if m["runId"] == slow) >= 20
-        stored = (await http.get(f"/api/sessions/{session_id}/messages", params={"limit": 5000})).json()["messages"]
+        stored = (
+            await http.get(f"/api/sessions/{session_id}/messages", params={"limit": 5000})
+        ).json()["messages"]
         assert received == stored
 
 
-async def test_two_viewers_see_the_same_sequence_and_big_frames_close_1009(server: LiveServer) -> None:
+async def test_two_viewers_see_the_same_sequence_and_big_frames_close_1009(
+    server: LiveServer,
+) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=WAIT) as http:
         session_id = await new_session(http)
         url = f"{server.ws_url}/ws/sessions/{session_id}"
@@ -162,7 +178,9 @@ async def test_two_viewers_see_the_same_sequence_and_big_frames_close_1009(serve
             await open_stream(ws)
             await ws.send(json.dumps({"type": "prompt", "text": "x" * 5000, "id": "big"}))
             assert await close_code(ws) == 1009
-        users = (await http.get(f"/api/sessions/{session_id}/messages", params={"role": "user"})).json()
+        users = (
+            await http.get(f"/api/sessions/{session_id}/messages", params={"role": "user"})
+        ).json()
         assert [m["content"]["text"] for m in users["messages"]] == ["tools 3"]
 
 
@@ -185,10 +203,14 @@ async def test_sigterm_closes_viewers_interrupts_the_turn_and_exits(
     # The stored log says what happened to the turn.
     again = live_server(MAX_WS_MESSAGE_BYTES=4096)
     async with httpx.AsyncClient(base_url=again.url, timeout=WAIT) as http:
-        stored = (await http.get(f"/api/sessions/{session_id}/messages", params={"type": "run"})).json()["messages"]
+        stored = (
+            await http.get(f"/api/sessions/{session_id}/messages", params={"type": "run"})
+        ).json()["messages"]
         assert [m["content"]["status"] for m in stored] == ["running", "interrupted"]
         assert {m["content"]["runId"] for m in stored} == {run_id}
-        everything = (await http.get(f"/api/sessions/{session_id}/messages", params={"limit": 5000})).json()
+        everything = (
+            await http.get(f"/api/sessions/{session_id}/messages", params={"limit": 5000})
+        ).json()
         assert_contiguous(everything["messages"])
 
 

@@ -29,7 +29,9 @@ def test_limit_refuses_with_429_and_frees_slot_on_complete(make_settings, caplog
         assert error["details"] == {"limit": 2}
         assert client.post(f"/api/sessions/{first['id']}/complete").status_code == 200
         create_session(client, repo)
-    counts = [r.getMessage() for r in caplog.records if r.getMessage().startswith("active sessions:")]
+    counts = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("active sessions:")
+    ]
     assert counts[:3] == [
         "active sessions: 1 of 2 (session created)",
         "active sessions: 2 of 2 (session created)",
@@ -63,11 +65,15 @@ async def test_1000_concurrent_creates_never_exceed_the_limit(live_server) -> No
         assert active["total"] == 3
 
 
-def test_start_failure_is_502_stored_as_error_and_frees_the_slot(make_settings, tmp_path: Path) -> None:
+def test_start_failure_is_502_stored_as_error_and_frees_the_slot(
+    make_settings, tmp_path: Path
+) -> None:
     agents = tmp_path / "agents.toml"
     agents.write_text(f'[agents.good]\ncommand = "{DEMO}"\n')
     settings = make_settings(
-        MAX_CONCURRENT_SESSIONS=1, AGENTS_FILE=agents, AGENT_COMMAND=demo_command(DEMO_AGENT_MODE="fail-start")
+        MAX_CONCURRENT_SESSIONS=1,
+        AGENTS_FILE=agents,
+        AGENT_COMMAND=demo_command(DEMO_AGENT_MODE="fail-start"),
     )
     with TestClient(create_app(settings)) as client:
         repo = client.get("/api/repos").json()["repos"][0]["id"]
@@ -80,7 +86,11 @@ def test_start_failure_is_502_stored_as_error_and_frees_the_slot(make_settings, 
         assert "code 2" in error["message"]
         sessions = client.get("/api/sessions", params={"status": "error"}).json()["sessions"]
         assert len(sessions) == 1
-        status = [m["content"] for m in messages(client, sessions[0]["id"]) if m["content"]["type"] == "status"]
+        status = [
+            m["content"]
+            for m in messages(client, sessions[0]["id"])
+            if m["content"]["type"] == "status"
+        ]
         assert status[-1]["status"] == "error" and status[-1]["reason"] == "agent_start_failed"
         # The slot is free again: the good agent starts.
         create_session(client, repo, agentId="good")
@@ -90,7 +100,11 @@ def test_start_failure_is_502_stored_as_error_and_frees_the_slot(make_settings, 
     ("command", "env", "needle"),
     [
         (demo_command(DEMO_AGENT_MODE="error-new-session"), {}, "session/new with error -32603"),
-        (demo_command(DEMO_AGENT_MODE="slow-start:30"), {"AGENT_START_TIMEOUT": "0.5"}, "did not answer initialize within 0.5 s"),
+        (
+            demo_command(DEMO_AGENT_MODE="slow-start:30"),
+            {"AGENT_START_TIMEOUT": "0.5"},
+            "did not answer initialize within 0.5 s",
+        ),
         ("/nonexistent/agent --acp", {}, "could not be spawned"),
         (demo_command(DEMO_AGENT_REQUIRE_AUTH="demo-key"), {}, "requires authentication"),
     ],
@@ -108,7 +122,8 @@ def test_start_failures(make_settings, command: str, env: dict[str, str], needle
 def test_authenticate_with_configured_method(make_settings, tmp_path: Path) -> None:
     agents = tmp_path / "agents.toml"
     agents.write_text(
-        f'[agents.keyed]\ncommand = "{demo_command(DEMO_AGENT_REQUIRE_AUTH="demo-key")}"\nauthMethod = "demo-key"\n'
+        f"[agents.keyed]\ncommand = "
+        f'"{demo_command(DEMO_AGENT_REQUIRE_AUTH="demo-key")}"\nauthMethod = "demo-key"\n'
     )
     with TestClient(create_app(make_settings(AGENTS_FILE=agents))) as client:
         repo = client.get("/api/repos").json()["repos"][0]["id"]

@@ -36,7 +36,9 @@ def _backdate(client: TestClient, sid: str, minutes: float) -> None:
     async def write() -> None:
         async with state.db.write() as db, db.begin():
             when = datetime.now(UTC) - timedelta(minutes=minutes)
-            await db.execute(update(SessionRecord).where(SessionRecord.id == sid).values(last_activity_at=when))
+            await db.execute(
+                update(SessionRecord).where(SessionRecord.id == sid).values(last_activity_at=when)
+            )
 
     client.portal.call(write)
 
@@ -53,7 +55,12 @@ def test_idle_sweep_completes_only_idle_sessions(make_settings) -> None:
         assert client.portal.call(hub.sweep_idle) == [idle]
         record = client.get(f"/api/sessions/{idle}").json()
         assert record["status"] == "completed"
-        assert _statuses(client, idle)[-1] == {"type": "status", "status": "completed", "reason": "idle_timeout", "detail": {}}
+        assert _statuses(client, idle)[-1] == {
+            "type": "status",
+            "status": "completed",
+            "reason": "idle_timeout",
+            "detail": {},
+        }
         assert record["updatedAt"] > record["createdAt"]
         assert pid_gone(pid)
         assert client.get(f"/api/sessions/{busy}").json()["status"] == "active"
@@ -68,7 +75,9 @@ def test_idle_sweeper_runs_in_the_background(make_settings) -> None:
         assert client.get(f"/api/sessions/{sid}").json()["status"] == "completed"
 
 
-def test_crash_mid_turn_marks_session_error_and_keeps_messages(client: TestClient, demo_repo_id: str) -> None:
+def test_crash_mid_turn_marks_session_error_and_keeps_messages(
+    client: TestClient, demo_repo_id: str
+) -> None:
     sid = create_session(client, demo_repo_id)["id"]
     pid = live_agent_pid(client, sid)
     run = prompt(client, sid, "crash")
@@ -79,7 +88,9 @@ def test_crash_mid_turn_marks_session_error_and_keeps_messages(client: TestClien
     assert "crashing on purpose" in status["detail"]["stderrTail"]
     run_end = wait_for_message(client, sid, run_ended(run))["content"]
     assert run_end["status"] == "failed"
-    texts = [m for m in messages(client, sid) if m["content"]["type"] == "text" and m["role"] == "agent"]
+    texts = [
+        m for m in messages(client, sid) if m["content"]["type"] == "text" and m["role"] == "agent"
+    ]
     assert texts, "the chunks streamed before the crash stay stored"
     assert client.get(f"/api/sessions/{sid}").json()["status"] == "error"
     assert client.get(f"/api/agent-runs/{run}").json()["status"] == "failed"
@@ -88,7 +99,9 @@ def test_crash_mid_turn_marks_session_error_and_keeps_messages(client: TestClien
     assert client.get("/api/sessions", params={"status": "active"}).json()["total"] == 0
 
 
-def test_stop_escalates_to_sigkill_for_an_agent_that_ignores_sigterm(client: TestClient, demo_repo_id: str) -> None:
+def test_stop_escalates_to_sigkill_for_an_agent_that_ignores_sigterm(
+    client: TestClient, demo_repo_id: str
+) -> None:
     sid = create_session(client, demo_repo_id)["id"]
     pid = live_agent_pid(client, sid)
     run = prompt(client, sid, "ignore-sigterm hang")
@@ -109,8 +122,11 @@ def test_stop_leaves_no_grandchild_and_no_zombie(client: TestClient, demo_repo_i
     pid = live_agent_pid(client, sid)
     run = prompt(client, sid, "grandchildren")
     wait_for_message(client, sid, run_ended(run))
-    text = next(m["content"]["text"] for m in messages(client, sid, partial="false")
-                if m["content"]["type"] == "text" and "grandchildren:" in m["content"]["text"])
+    text = next(
+        m["content"]["text"]
+        for m in messages(client, sid, partial="false")
+        if m["content"]["type"] == "text" and "grandchildren:" in m["content"]["text"]
+    )
     grandchildren = [int(p) for p in text.split("grandchildren:")[1].split()[:2]]
     assert all(process_state(p) not in (None, "Z") for p in grandchildren)
     assert client.post(f"/api/sessions/{sid}/complete").status_code == 200
@@ -125,10 +141,15 @@ def test_garbage_lines_are_skipped(client: TestClient, demo_repo_id: str) -> Non
 
 
 @pytest.mark.parametrize("command", ["huge-line 3000000", "stderr-flood 20"])
-def test_big_lines_and_stderr_floods_work(client: TestClient, demo_repo_id: str, command: str) -> None:
+def test_big_lines_and_stderr_floods_work(
+    client: TestClient, demo_repo_id: str, command: str
+) -> None:
     sid = create_session(client, demo_repo_id)["id"]
     run = prompt(client, sid, command)
-    assert wait_for_message(client, sid, run_ended(run), timeout=60)["content"]["status"] == "completed"
+    assert (
+        wait_for_message(client, sid, run_ended(run), timeout=60)["content"]["status"]
+        == "completed"
+    )
     if command.startswith("huge"):
         longest = max(len(m["content"].get("text", "")) for m in messages(client, sid))
         assert longest >= 3_000_000
@@ -154,14 +175,18 @@ def test_unanswered_permission_is_rejected_after_the_timeout(make_settings, work
         sid = create_session(client, repo)["id"]
         run = prompt(client, sid, "write notes.txt hello")
         wait_for_message(client, sid, run_ended(run))
-        decided = [m["content"] for m in messages(client, sid) if m["content"]["type"] == "permission"]
+        decided = [
+            m["content"] for m in messages(client, sid) if m["content"]["type"] == "permission"
+        ]
         assert decided[0]["outcome"] is None
         assert decided[-1]["outcome"] == {"outcome": "selected", "optionId": "reject"}
         assert decided[-1]["reason"] == "timeout"
         assert not (workspace_root / "demo" / "notes.txt").exists()
 
 
-def test_cancel_answers_pending_permissions_cancelled(client: TestClient, demo_repo_id: str, workspace_root) -> None:
+def test_cancel_answers_pending_permissions_cancelled(
+    client: TestClient, demo_repo_id: str, workspace_root
+) -> None:
     sid = create_session(client, demo_repo_id)["id"]
     run = prompt(client, sid, "write notes.txt hello")
     wait_for_message(client, sid, is_type("permission", outcome=None))
@@ -181,7 +206,9 @@ def test_permission_without_a_preceding_tool_call(client: TestClient, demo_repo_
     request = wait_for_message(client, sid, is_type("permission", outcome=None))["content"]
     assert request["toolCallId"] == "call_bare"
     allow = next(o["optionId"] for o in request["options"] if o["kind"] == "allow_once")
-    answer = client.post(f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": allow})
+    answer = client.post(
+        f"/api/sessions/{sid}/permissions/{request['requestId']}", json={"optionId": allow}
+    )
     assert answer.status_code == 200
     assert wait_for_message(client, sid, run_ended(run))["content"]["status"] == "completed"
     tools = [m["content"] for m in messages(client, sid) if m["content"]["type"] == "tool"]
@@ -197,7 +224,9 @@ def test_agent_cannot_ignore_cancel_forever(client: TestClient, demo_repo_id: st
 
 
 def test_demo_mode_env_reaches_the_agent(make_settings) -> None:
-    with TestClient(create_app(make_settings(AGENT_COMMAND=demo_command(DEMO_AGENT_MODE="crash")))) as client:
+    with TestClient(
+        create_app(make_settings(AGENT_COMMAND=demo_command(DEMO_AGENT_MODE="crash")))
+    ) as client:
         repo = client.get("/api/repos").json()["repos"][0]["id"]
         sid = create_session(client, repo)["id"]
         prompt(client, sid, "hello")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import server.turn as turn_module
-from server.turn import Turn
+import server.sessions.turn as turn_module
+from server.sessions.turn import Turn
 from store import Run, ToolCall
 
 pytestmark = pytest.mark.anyio
@@ -42,7 +42,7 @@ class Db:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    # Only server.turn's clock: anyio and the rest keep the real one.
+    # Only server.sessions.turn's clock: anyio and the rest keep the real one.
     monkeypatch.setattr(turn_module, "time", SimpleNamespace(monotonic=fake))
     return fake
 

@@ -30,7 +30,9 @@ class Operation:
 
     def path(self, **ids: str) -> str:
         """The template with every {param} filled (by name if given, else a UUID)."""
-        return re.sub(r"\{([^}:]+)(?::[^}]*)?\}", lambda m: ids.get(m[1], UNKNOWN_ID), self.template)
+        return re.sub(
+            r"\{([^}:]+)(?::[^}]*)?\}", lambda m: ids.get(m[1], UNKNOWN_ID), self.template
+        )
 
     def __str__(self) -> str:
         return f"{self.method} {self.template}"
@@ -54,7 +56,10 @@ def operations(app: Starlette) -> list[Operation]:
 def route_app() -> Starlette:
     """The app as configured by default, for its routes only (its lifespan never runs,
     so nothing is created on disk)."""
-    env = {"AGENT_WORKSPACE_ROOT": "/nonexistent/workspace", "DATABASE_URL": "sqlite+aiosqlite:///:memory:"}
+    env = {
+        "AGENT_WORKSPACE_ROOT": "/nonexistent/workspace",
+        "DATABASE_URL": "sqlite+aiosqlite:///:memory:",
+    }
     return create_app(load_settings(env, env_file=None))
 
 
@@ -81,7 +86,9 @@ def assert_error(response: httpx.Response, status: int, code: str | None = None)
     return dict(error)
 
 
-def ws_close_code(client: TestClient, path: str, headers: dict[str, str] | None = None) -> tuple[int, list[Any]]:
+def ws_close_code(
+    client: TestClient, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, list[Any]]:
     """Open a WebSocket; return (close code, frames received before the close)."""
     frames: list[Any] = []
     with client.websocket_connect(path, headers=dict(headers or {})) as ws:

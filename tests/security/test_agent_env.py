@@ -57,8 +57,9 @@ def check(names: set[str], *, configured: bool) -> None:
 
 
 @pytest.mark.parametrize("agent", ["default", "configured"])
-def test_agent_and_terminal_environment(tmp_path: Path, workspace_root: Path, monkeypatch: pytest.MonkeyPatch,
-                                        agent: str) -> None:
+def test_agent_and_terminal_environment(
+    tmp_path: Path, workspace_root: Path, monkeypatch: pytest.MonkeyPatch, agent: str
+) -> None:
     for name, value in SERVER_SECRETS.items():
         monkeypatch.setenv(name, value)
     for name in Settings.variables():
@@ -69,23 +70,33 @@ def test_agent_and_terminal_environment(tmp_path: Path, workspace_root: Path, mo
         session = create_session(client, repo_id, agentId=agent)
         run_id = prompt(client, session["id"], "env-names")
         wait_for_message(client, session["id"], run_ended(run_id))
-        [reply] = [m for m in messages(client, session["id"], partial="false", role="agent", type="text")
-                   if m["runId"] == run_id]
+        [reply] = [
+            m
+            for m in messages(client, session["id"], partial="false", role="agent", type="text")
+            if m["runId"] == run_id
+        ]
         check(reply_names(reply["content"]["text"]), configured=agent == "configured")
         run_id = prompt(client, session["id"], "terminal env")
         wait_for_message(client, session["id"], run_ended(run_id))
-        tool = [m["content"] for m in messages(client, session["id"])
-                if m["content"]["type"] == "tool" and m["runId"] == run_id][-1]
+        tool = [
+            m["content"]
+            for m in messages(client, session["id"])
+            if m["content"]["type"] == "tool" and m["runId"] == run_id
+        ][-1]
         assert tool["status"] == "completed", tool
         output = tool["result"]["output"]
-        check({line.split("=", 1)[0] for line in output.splitlines() if "=" in line},
-              configured=agent == "configured")
+        check(
+            {line.split("=", 1)[0] for line in output.splitlines() if "=" in line},
+            configured=agent == "configured",
+        )
         for value in SERVER_SECRETS.values():
             assert value not in output
         client.delete(f"/api/sessions/{session['id']}")
 
 
-def test_agent_environment_on_a_live_server(live_server: Callable[..., LiveServer], tmp_path: Path) -> None:
+def test_agent_environment_on_a_live_server(
+    live_server: Callable[..., LiveServer], tmp_path: Path
+) -> None:
     token = "live-token-abcdef"
     secrets = {k: v for k, v in SERVER_SECRETS.items() if k not in ("API_TOKEN", "DATABASE_URL")}
     server = live_server(API_TOKEN=token, AGENTS_FILE=str(agents_file(tmp_path)), **secrets)
@@ -96,16 +107,29 @@ def test_agent_environment_on_a_live_server(live_server: Callable[..., LiveServe
         created = http.post("/api/sessions", json={"repoId": repo_id, "agentId": "configured"})
         assert created.status_code == 201, created.text
         session_id = created.json()["id"]
-        run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "env-names"}).json()["runId"]
+        run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "env-names"}).json()[
+            "runId"
+        ]
         deadline = time.monotonic() + 30
         while True:  # poll the stored log, with a deadline
-            stored = http.get(f"/api/sessions/{session_id}/messages", params={"partial": "false"}).json()["messages"]
-            ended = [m for m in stored if m["content"]["type"] == "run" and m["content"]["runId"] == run_id
-                     and m["content"]["status"] != "running"]
+            stored = http.get(
+                f"/api/sessions/{session_id}/messages", params={"partial": "false"}
+            ).json()["messages"]
+            ended = [
+                m
+                for m in stored
+                if m["content"]["type"] == "run"
+                and m["content"]["runId"] == run_id
+                and m["content"]["status"] != "running"
+            ]
             if ended:
                 break
             assert time.monotonic() < deadline, stored[-3:]
             time.sleep(0.05)
-        [reply] = [m for m in stored if m["role"] == "agent" and m["content"]["type"] == "text" and m["runId"] == run_id]
+        [reply] = [
+            m
+            for m in stored
+            if m["role"] == "agent" and m["content"]["type"] == "text" and m["runId"] == run_id
+        ]
         check(reply_names(reply["content"]["text"]), configured=True)
         http.delete(f"/api/sessions/{session_id}")

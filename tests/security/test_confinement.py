@@ -35,8 +35,14 @@ PASSWD_FIRST_LINE = Path("/etc/passwd").read_text().splitlines()[0]
 # confinement would damage on the machine running the tests (we may run as root). Their
 # read and terminal probes still run, and every other escape class (.., absolute paths,
 # symlinks to files, directories, siblings and /dev/zero) is written to.
-SYSTEM_TARGETS = {"dotdot_chain", "abs_etc_passwd", "abs_double_slash", "abs_proc_self_root",
-                  "symlink_fs_root", "symlink_fs_root_dotdot"}
+SYSTEM_TARGETS = {
+    "dotdot_chain",
+    "abs_etc_passwd",
+    "abs_double_slash",
+    "abs_proc_self_root",
+    "symlink_fs_root",
+    "symlink_fs_root_dotdot",
+}
 
 
 def test_the_catalogue_is_big_enough() -> None:
@@ -47,7 +53,9 @@ def test_the_catalogue_is_big_enough() -> None:
 def snapshot(outside: Path, root: Path) -> dict[str, Any]:
     """Everything under ``outside`` but the repository: kind, content or target, mode,
     mtime; never following a symlink. Plus /etc/passwd."""
-    seen: dict[str, Any] = {"/etc/passwd": hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()}
+    seen: dict[str, Any] = {
+        "/etc/passwd": hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+    }
     for dirpath, dirnames, filenames in os.walk(outside):
         if Path(dirpath) == root:
             dirnames[:] = []
@@ -81,8 +89,9 @@ def registration_client(tmp_path: Path, tree: dict[str, str]) -> Iterator[TestCl
         yield client
 
 
-def test_registration_catalogue(registration_client: TestClient, tree: dict[str, str],
-                                caplog: pytest.LogCaptureFixture) -> None:
+def test_registration_catalogue(
+    registration_client: TestClient, tree: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     root, outside = Path(tree["root"]), Path(tree["outside"])
     before = snapshot(outside, root)
     statuses = {}
@@ -93,7 +102,9 @@ def test_registration_catalogue(registration_client: TestClient, tree: dict[str,
             statuses[label] = response.status_code
             if label in ESCAPES:
                 assert_error(response, 403, "path_outside_workspace")
-                refusals = [r for r in caplog.records if getattr(r, "event", None) == "path_refused"]
+                refusals = [
+                    r for r in caplog.records if getattr(r, "event", None) == "path_refused"
+                ]
                 assert any(r.path == path for r in refusals), (label, refusals)  # type: ignore[attr-defined]
             elif response.status_code != 201:
                 assert_error(response, response.status_code)
@@ -117,8 +128,11 @@ def test_a_repository_replaced_by_a_symlink_is_refused_at_use(
         with caplog.at_level(logging.WARNING, logger="agent_sessions.security"):
             response = registration_client.post("/api/sessions", json={"repoId": repo["id"]})
         assert_error(response, 403, "path_outside_workspace")
-        assert any(getattr(r, "event", None) == "path_refused" and repo["path"] in str(getattr(r, "path", ""))
-                   for r in caplog.records), caplog.records
+        assert any(
+            getattr(r, "event", None) == "path_refused"
+            and repo["path"] in str(getattr(r, "path", ""))
+            for r in caplog.records
+        ), caplog.records
     listed = registration_client.get("/api/sessions").json()
     assert listed["sessions"] == [] or all(s["status"] != "active" for s in listed["sessions"])
 
@@ -148,24 +162,36 @@ def agent_client(tmp_path: Path, tree: dict[str, str]) -> Iterator[TestClient]:
 
 
 def stored_text(client: TestClient, session_id: str) -> str:
-    listed = client.get(f"/api/sessions/{session_id}/messages", params={"raw": "true", "limit": 5000})
+    listed = client.get(
+        f"/api/sessions/{session_id}/messages", params={"raw": "true", "limit": 5000}
+    )
     exported = client.get(f"/api/sessions/{session_id}/export")
     assert listed.status_code == 200 and exported.status_code == 200
     return listed.text + exported.text
 
 
-def run_probes(client: TestClient, session_id: str, probes: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def run_probes(
+    client: TestClient, session_id: str, probes: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
     run_id = prompt(client, session_id, "probe-all " + json.dumps(probes))
     wait_for_message(client, session_id, run_ended(run_id), timeout=60)
-    tool = wait_for_message(client, session_id, lambda m: m["content"].get("toolCallId") == "call_probe"
-                            and m["content"]["status"] == "completed" and m["runId"] == run_id)
+    tool = wait_for_message(
+        client,
+        session_id,
+        lambda m: (
+            m["content"].get("toolCallId") == "call_probe"
+            and m["content"]["status"] == "completed"
+            and m["runId"] == run_id
+        ),
+    )
     results: list[dict[str, Any]] = tool["content"]["result"]["results"]
     assert [(r["op"], r["path"]) for r in results] == [tuple(p) for p in probes]
     return results
 
 
-def test_agent_probes_catalogue(agent_client: TestClient, tree: dict[str, str],
-                                caplog: pytest.LogCaptureFixture) -> None:
+def test_agent_probes_catalogue(
+    agent_client: TestClient, tree: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     root, outside = Path(tree["root"]), Path(tree["outside"])
     repo = agent_client.post("/api/repos", json={"path": "repo"}).json()
     session = create_session(agent_client, repo["id"])
@@ -180,8 +206,11 @@ def test_agent_probes_catalogue(agent_client: TestClient, tree: dict[str, str],
         if label in ESCAPES:
             assert result["ok"] is False, (label, op, path, result)
             assert isinstance(result["code"], int) and result["code"] < 0, result
-            assert any(r.path == path and r.session_id == session["id"] for r in refusals), \
-                (label, op, path)  # type: ignore[attr-defined]
+            assert any(r.path == path and r.session_id == session["id"] for r in refusals), (
+                label,
+                op,
+                path,
+            )  # type: ignore[attr-defined]
         if result["ok"] and op == "read":
             assert result["content"] in allowed_texts, (label, path, result)
         if result["ok"] and op == "terminal":
@@ -195,7 +224,9 @@ def test_agent_probes_catalogue(agent_client: TestClient, tree: dict[str, str],
     agent_client.delete(f"/api/sessions/{session['id']}")
 
 
-def test_agent_requests_after_the_repository_is_swapped(agent_client: TestClient, tree: dict[str, str]) -> None:
+def test_agent_requests_after_the_repository_is_swapped(
+    agent_client: TestClient, tree: dict[str, str]
+) -> None:
     root, outside = Path(tree["root"]), Path(tree["outside"])
     repo = agent_client.post("/api/repos", json={"path": "repo"}).json()
     session = create_session(agent_client, repo["id"])
@@ -205,8 +236,11 @@ def test_agent_requests_after_the_repository_is_swapped(agent_client: TestClient
     os.rename(root, outside / "repo-moved")
     os.symlink(outside / "outside_dir", root)  # the repository path now leads outside
     (outside / "outside_dir" / "inside.txt").write_text(FORBIDDEN_TEXT)
-    results = run_probes(agent_client, session["id"], [("read", inside), ("write", inside),
-                                                       ("terminal", tree["root"])])
+    results = run_probes(
+        agent_client,
+        session["id"],
+        [("read", inside), ("write", inside), ("terminal", tree["root"])],
+    )
     assert [r["ok"] for r in results] == [False, False, False], results
     assert (outside / "outside_dir" / "inside.txt").read_text() == FORBIDDEN_TEXT
     assert FORBIDDEN_TEXT not in stored_text(agent_client, session["id"])

@@ -22,7 +22,11 @@ from tests.security.support import WS, Operation, app_for, assert_error, operati
 BODY_LIMIT = 1024
 PROMPT_LIMIT = 100
 FRAME_LIMIT = 2048
-LIMITS = {"MAX_BODY_BYTES": BODY_LIMIT, "MAX_PROMPT_BYTES": PROMPT_LIMIT, "MAX_WS_MESSAGE_BYTES": FRAME_LIMIT}
+LIMITS = {
+    "MAX_BODY_BYTES": BODY_LIMIT,
+    "MAX_PROMPT_BYTES": PROMPT_LIMIT,
+    "MAX_WS_MESSAGE_BYTES": FRAME_LIMIT,
+}
 OPERATIONS = [op for op in operations(route_app()) if op.method not in (WS, "HEAD")]
 
 
@@ -57,8 +61,12 @@ def chunks(total: int, size: int = 100) -> Iterator[bytes]:
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
 @pytest.mark.parametrize("op", OPERATIONS, ids=str)
-def test_every_route_refuses_a_body_over_the_limit(client: TestClient, op: Operation, declared: bool) -> None:
-    body: bytes | Iterator[bytes] = b"{" + b" " * BODY_LIMIT + b"}" if declared else chunks(BODY_LIMIT + 1)
+def test_every_route_refuses_a_body_over_the_limit(
+    client: TestClient, op: Operation, declared: bool
+) -> None:
+    body: bytes | Iterator[bytes] = (
+        b"{" + b" " * BODY_LIMIT + b"}" if declared else chunks(BODY_LIMIT + 1)
+    )
     headers = {"Content-Type": "application/json"}
     response = client.request(op.method, op.path(), content=body, headers=headers)
     error = assert_error(response, 413, "payload_too_large")
@@ -71,8 +79,11 @@ def test_a_body_at_the_limit_passes(client: TestClient, session_id: str, declare
     body = json.dumps({"optionId": text}, separators=(",", ":")).encode()
     assert len(body) == BODY_LIMIT
     content = body if declared else iter([body[:500], body[500:]])
-    response = client.post(f"/api/sessions/{session_id}/permissions/00000000-0000-4000-8000-000000000000",
-                           content=content, headers={"Content-Type": "application/json"})
+    response = client.post(
+        f"/api/sessions/{session_id}/permissions/00000000-0000-4000-8000-000000000000",
+        content=content,
+        headers={"Content-Type": "application/json"},
+    )
     assert_error(response, 404, "permission_not_found")  # read and parsed: the id is unknown
 
 
@@ -112,8 +123,11 @@ def test_prompt_limit_over_the_websocket(client: TestClient, session_id: str) ->
         ws.send_json({"type": "prompt", "text": "€" * 34, "id": "big"})
         while (reply := ws.receive_json())["type"] == "message":
             pass
-        assert reply == {"type": "error", "ref": "big", "error": {
-            "code": "payload_too_large", "message": reply["error"]["message"]}}
+        assert reply == {
+            "type": "error",
+            "ref": "big",
+            "error": {"code": "payload_too_large", "message": reply["error"]["message"]},
+        }
 
 
 # -- WebSocket frames -------------------------------------------------------------------
@@ -145,9 +159,17 @@ def test_a_frame_over_the_limit_closes_1009(client: TestClient, session_id: str,
 def test_limits_on_a_live_server(live_server: Callable[..., LiveServer]) -> None:
     server = live_server(**LIMITS)
     with httpx.Client(base_url=server.url, timeout=20) as http:
-        declared = http.post("/api/repos", content=b"x" * (BODY_LIMIT + 1), headers={"Content-Type": "application/json"})
+        declared = http.post(
+            "/api/repos",
+            content=b"x" * (BODY_LIMIT + 1),
+            headers={"Content-Type": "application/json"},
+        )
         assert_error(declared, 413, "payload_too_large")
-        chunked = http.post("/api/repos", content=chunks(BODY_LIMIT + 1), headers={"Content-Type": "application/json"})
+        chunked = http.post(
+            "/api/repos",
+            content=chunks(BODY_LIMIT + 1),
+            headers={"Content-Type": "application/json"},
+        )
         assert "content-length" not in chunked.request.headers
         assert_error(chunked, 413, "payload_too_large")
         assert http.get("/healthz").status_code == 200  # and the server is fine
@@ -155,7 +177,9 @@ def test_limits_on_a_live_server(live_server: Callable[..., LiveServer]) -> None
         created = http.post("/api/sessions", json={"repoId": repo_id})
         assert created.status_code == 201, created.text
         session_id = created.json()["id"]
-        big_prompt = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "x" * (PROMPT_LIMIT + 1)})
+        big_prompt = http.post(
+            f"/api/sessions/{session_id}/prompt", json={"text": "x" * (PROMPT_LIMIT + 1)}
+        )
         assert_error(big_prompt, 413, "payload_too_large")
     with connect(f"{server.ws_url}/ws/sessions/{session_id}", open_timeout=10, max_size=None) as ws:
         while json.loads(ws.recv(timeout=10))["type"] != "live":

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from server.openapi import CATALOGUE
+from server.web.openapi import CATALOGUE
 from tests.conftest import make_git_repo
 from tests.helpers import create_session, prompt, run_ended, wait_for_message
 from tests.security.support import Operation, app_for, assert_error
@@ -45,14 +45,24 @@ CASES: list[tuple[str, str | None, bytes, set[int]]] = [
     ("nul_outside_string", "application/json", b'{"text": "x"}\x00', {400}),
     ("deep_array", "application/json", b"[" * NEST + b"]" * NEST, {400}),
     ("deep_object", "application/json", b'{"a":' * NEST + b"1" + b"}" * NEST, {400}),
-    ("nested_65_in_a_field", "application/json", b'{"text": ' + b"[" * 65 + b"]" * 65 + b"}", {400}),
+    (
+        "nested_65_in_a_field",
+        "application/json",
+        b'{"text": ' + b"[" * 65 + b"]" * 65 + b"}",
+        {400},
+    ),
     ("array", "application/json", b"[]", {422}),
     ("string", "application/json", b'"text"', {422}),
     ("null", "application/json", b"null", {422}),
     ("number", "application/json", b"42", {422}),
     ("text_plain", "text/plain", b'{"text": "x"}', {400}),
     ("form", "application/x-www-form-urlencoded", b"text=x", {400}),
-    ("multipart", "multipart/form-data; boundary=b", b'--b\r\nContent-Disposition: form-data; name="text"\r\n\r\nx\r\n--b--\r\n', {400}),
+    (
+        "multipart",
+        "multipart/form-data; boundary=b",
+        b'--b\r\nContent-Disposition: form-data; name="text"\r\n\r\nx\r\n--b--\r\n',
+        {400},
+    ),
     ("no_content_type", None, b'{"text": "x"}', {400}),
     ("json_lookalike_type", "application/jsonx", b'{"text": "x"}', {400}),
 ]
@@ -69,8 +79,15 @@ def ids(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, 
         session = create_session(client, repo_id)
         run_id = prompt(client, session["id"], "hello")
         wait_for_message(client, session["id"], run_ended(run_id))
-        yield client, {"sessionId": session["id"], "runId": run_id, "requestId": str(uuid.uuid4()),
-                       "repoId": repo_id}
+        yield (
+            client,
+            {
+                "sessionId": session["id"],
+                "runId": run_id,
+                "requestId": str(uuid.uuid4()),
+                "repoId": repo_id,
+            },
+        )
         client.delete(f"/api/sessions/{session['id']}")
 
 
@@ -80,36 +97,62 @@ def _cases() -> list[Any]:
         for name, content_type, data, statuses in CASES:
             if not body["required"] and name in ("null",):
                 continue
-            params.append(pytest.param(method, path, content_type, data, statuses, id=f"{method} {path} {name}"))
+            params.append(
+                pytest.param(
+                    method, path, content_type, data, statuses, id=f"{method} {path} {name}"
+                )
+            )
     return params
 
 
 @pytest.mark.parametrize(("method", "path", "content_type", "data", "statuses"), _cases())
-def test_malformed_body(ids: tuple[TestClient, dict[str, str]], method: str, path: str, content_type: str | None,
-                        data: bytes, statuses: set[int]) -> None:
+def test_malformed_body(
+    ids: tuple[TestClient, dict[str, str]],
+    method: str,
+    path: str,
+    content_type: str | None,
+    data: bytes,
+    statuses: set[int],
+) -> None:
     client, known = ids
     headers = {"Content-Type": content_type} if content_type else {}
-    response = client.request(method, Operation(method, path).path(**known), content=data, headers=headers)
+    response = client.request(
+        method, Operation(method, path).path(**known), content=data, headers=headers
+    )
     assert response.status_code in statuses, (response.status_code, response.text[:300])
     assert_error(response, response.status_code)
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [pytest.param(*op, id=f"{op[0]} {op[1]}") for op in OPERATIONS])
-def test_integers_past_64_bits(ids: tuple[TestClient, dict[str, str]], method: str, path: str, body: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body"), [pytest.param(*op, id=f"{op[0]} {op[1]}") for op in OPERATIONS]
+)
+def test_integers_past_64_bits(
+    ids: tuple[TestClient, dict[str, str]], method: str, path: str, body: dict[str, Any]
+) -> None:
     client, known = ids
     schema = body["content"]["application/json"]["schema"]
     fields = [name for name, prop in schema["properties"].items() if "integer" in str(prop)]
     for name in fields:
         for value in BIG_INTS:
-            response = client.request(method, Operation(method, path).path(**known), json={name: value})
+            response = client.request(
+                method, Operation(method, path).path(**known), json={name: value}
+            )
             # 422, or the state's answer where the value is merely clamped (resume's maxSteps
             # on a run that is not paused: 409); never a 500 from a 64-bit column.
-            assert response.status_code in (409, 422), (name, value, response.status_code, response.text[:300])
+            assert response.status_code in (409, 422), (
+                name,
+                value,
+                response.status_code,
+                response.text[:300],
+            )
             assert_error(response, response.status_code)
 
 
 def test_the_catalogue_has_json_bodies() -> None:
     assert {(m, p) for m, p, _ in OPERATIONS} >= {
-        ("POST", "/api/repos"), ("POST", "/api/sessions"), ("POST", "/api/sessions/{sessionId}/prompt"),
-        ("POST", "/api/sessions/{sessionId}/permissions/{requestId}"), ("POST", "/api/agent-runs/{runId}/resume"),
+        ("POST", "/api/repos"),
+        ("POST", "/api/sessions"),
+        ("POST", "/api/sessions/{sessionId}/prompt"),
+        ("POST", "/api/sessions/{sessionId}/permissions/{requestId}"),
+        ("POST", "/api/agent-runs/{runId}/resume"),
     }

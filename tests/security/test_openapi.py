@@ -19,7 +19,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from server.openapi import CATALOGUE, document
+from server.web.openapi import CATALOGUE, document
 from tests.conftest import ROOT, LiveServer, make_git_repo
 from tests.security.support import WS, app_for, operations, route_app
 
@@ -85,7 +85,10 @@ def _refs(node: Any) -> Iterator[str]:
 def test_every_reference_resolves_and_every_error_has_the_error_body() -> None:
     doc = document(route_app().routes)
     for ref in set(_refs(doc)):
-        assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in doc["components"]["schemas"]
+        assert (
+            ref.startswith("#/components/schemas/")
+            and ref.rsplit("/", 1)[1] in doc["components"]["schemas"]
+        )
     for path, item in doc["paths"].items():
         for method, operation in item.items():
             where = f"{method.upper()} {path}"
@@ -105,10 +108,33 @@ def test_every_reference_resolves_and_every_error_has_the_error_body() -> None:
 @pytest.mark.skipif(not API_MD.is_file(), reason=f"API.md is not at {API_MD}")
 def test_every_endpoint_of_api_md_is_described() -> None:
     text = API_MD.read_text()
-    named = {(m, shape(p.rstrip("/") or "/")) for m, p in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`?\s]*)", text)}
-    named |= {("GET", "/api/agent-runs/{}/tool-calls/{}")}  # API.md writes it as "GET .../tool-calls/{callId}"
+    named = {
+        (m, shape(p.rstrip("/") or "/"))
+        for m, p in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`?\s]*)", text)
+    }
+    named |= {
+        ("GET", "/api/agent-runs/{}/tool-calls/{}")
+    }  # API.md writes it as "GET .../tool-calls/{callId}"
     catalogue = {(method, shape(path)) for method, path in CATALOGUE}
-    assert named - catalogue == set()
+    assert named - catalogue == NOT_BUILT_YET
+    assert NOT_BUILT_YET & catalogue == set()  # built: delete its line below
+
+
+# Endpoints API.md already holds for open issues, not served yet: #13 (worktrees and
+# changes) and #16 (agent controls and prompt content). Exactly these may be missing.
+NOT_BUILT_YET = {
+    ("DELETE", "/api/sessions/{}/worktree"),
+    ("GET", "/api/sessions/{}/changes"),
+    ("POST", "/api/sessions/{}/commit"),
+    ("POST", "/api/sessions/{}/merge"),
+    ("GET", "/api/mcp-servers"),
+    ("GET", "/api/sessions/{}/attachments/{}"),
+    ("GET", "/api/sessions/{}/controls"),
+    ("GET", "/api/sessions/{}/files"),
+    ("POST", "/api/sessions/{}/elicitations/{}"),
+    ("PUT", "/api/sessions/{}/config/{}"),
+    ("PUT", "/api/sessions/{}/mode"),
+}
 
 
 # -- schemathesis against a live server ------------------------------------------------
@@ -128,10 +154,14 @@ KNOWN_BUGS: set[tuple[str, str]] = set()  # schemathesis findings not fixed yet:
 def seed_data(server: LiveServer) -> dict[str, str]:
     """A session with a finished run (tool calls, messages), so that schemathesis also
     checks real Run, ToolCall and Message responses instead of only 404s."""
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+    ) as http:
         repo_id = http.get("/api/repos").json()["repos"][0]["id"]
         session = http.post("/api/sessions", json={"repoId": repo_id}).json()
-        run_id = http.post(f"/api/sessions/{session['id']}/prompt", json={"text": "tools 2"}).json()["runId"]
+        run_id = http.post(
+            f"/api/sessions/{session['id']}/prompt", json={"text": "tools 2"}
+        ).json()["runId"]
         deadline = time.monotonic() + 30
         while http.get(f"/api/agent-runs/{run_id}").json()["status"] == "running":
             assert time.monotonic() < deadline, "the seeding run did not end"
@@ -146,29 +176,51 @@ def config_with(ids: dict[str, str], path: Path) -> Path:
     extra = f"""
 [[operations]]
 include-path-regex = '^/api/agent-runs/[{{]runId[}}]'
-parameters = {{ "path.runId" = "{ids['runId']}", "path.callId" = "{ids['callId']}", "path.messageId" = "{ids['messageId']}" }}
+parameters = {{ "path.runId" = "{ids["runId"]}", "path.callId" = "{ids["callId"]}", "
+""path.messageId" = "{ids["messageId"]}" }}
 """
     path.write_text(Path(__file__).with_name("schemathesis.toml").read_text() + extra)
     return path
 
 
-def test_schemathesis_finds_nothing_new(live_server: Callable[..., LiveServer], tmp_path: Path) -> None:
-    assert SCHEMATHESIS.is_file(), "schemathesis is missing: the dev extras need schemathesis>=4.32,<5"
+def test_schemathesis_finds_nothing_new(
+    live_server: Callable[..., LiveServer], tmp_path: Path
+) -> None:
+    assert SCHEMATHESIS.is_file(), (
+        "schemathesis is missing: the dev extras need schemathesis>=4.32,<5"
+    )
     server = live_server(API_TOKEN=TOKEN, MAX_CONCURRENT_SESSIONS=3)
     config = config_with(seed_data(server), tmp_path / "schemathesis.toml")
     command = [
-        str(SCHEMATHESIS), "--config-file", str(config), "--no-color",
-        "run", f"{server.url}/openapi.json",
-        "--checks", "all",
-        "--header", f"Authorization: Bearer {TOKEN}",
-        "--exclude-path-regex", EXCLUDED_PATHS,
-        "--max-examples", "5", "--seed", "20261121",
-        "--workers", "1",  # several workers trip a CPython 3.11 ast.parse race inside hypothesis
-        "--request-timeout", "30",
-        "--report", "json", "--report-dir", str(tmp_path / "report"),
+        str(SCHEMATHESIS),
+        "--config-file",
+        str(config),
+        "--no-color",
+        "run",
+        f"{server.url}/openapi.json",
+        "--checks",
+        "all",
+        "--header",
+        f"Authorization: Bearer {TOKEN}",
+        "--exclude-path-regex",
+        EXCLUDED_PATHS,
+        "--max-examples",
+        "5",
+        "--seed",
+        "20261121",
+        "--workers",
+        "1",  # several workers trip a CPython 3.11 ast.parse race inside hypothesis
+        "--request-timeout",
+        "30",
+        "--report",
+        "json",
+        "--report-dir",
+        str(tmp_path / "report"),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
     output = done.stdout + done.stderr
     reports = list((tmp_path / "report").glob("*.json"))
     assert len(reports) == 1, output[-5000:]
@@ -179,7 +231,9 @@ def test_schemathesis_finds_nothing_new(live_server: Callable[..., LiveServer], 
     assert KNOWN_BUGS - found == set(), "fixed? then remove these from KNOWN_BUGS"
     # Every operation but the stream (excluded above) and the document's own URL, which
     # schemathesis never tests (test_the_document_is_served_without_a_token does).
-    tested = {(label.split(" ", 1)[0], shape(label.split(" ", 1)[1])) for label in report["valid_rates"]}
+    tested = {
+        (label.split(" ", 1)[0], shape(label.split(" ", 1)[1])) for label in report["valid_rates"]
+    }
     assert tested == served_operations() - {("GET", "/ws/sessions/{}"), ("GET", "/openapi.json")}
     assert report["operations"]["tested"] == len(tested)
     assert report["complete"] is True and report["operations"]["errored"] == 0

@@ -2,7 +2,7 @@
 is neither the server's own nor in ALLOWED_ORIGINS are refused: 4403 / 403
 ``forbidden_origin``; no wildcard (or any) CORS on the API.
 
-Decisions (server/security.py): the origin is compared as ``scheme://host:port``; scheme
+Decisions (server/web/security.py): the origin is compared as ``scheme://host:port``; scheme
 and host case-insensitively, a default port equals no port (RFC 6454: browsers send it
 that way, so ``HTTP://HOST`` is the same origin, not a look-alike). Everything else is a
 different origin: ``null``, https for an http server, another port, a trailing dot,
@@ -21,7 +21,15 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.conftest import LiveServer, make_git_repo
-from tests.security.support import UNKNOWN_ID, WS, app_for, assert_error, operations, route_app, ws_close_code
+from tests.security.support import (
+    UNKNOWN_ID,
+    WS,
+    app_for,
+    assert_error,
+    operations,
+    route_app,
+    ws_close_code,
+)
 
 ALLOWED = "https://ui.example.com,http://localhost:5173/"
 WS_PATH = f"/ws/sessions/{UNKNOWN_ID}"
@@ -108,7 +116,9 @@ def test_two_origin_headers_are_refused(client: TestClient) -> None:
     assert_error(client.get("/api/repos", headers=headers), 403, "forbidden_origin")
 
 
-def test_a_forbidden_origin_is_a_security_event(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_forbidden_origin_is_a_security_event(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="agent_sessions.security"):
         ws_close_code(client, WS_PATH, {"Origin": "http://evil.com"})
     [record] = [r for r in caplog.records if getattr(r, "event", None) == "forbidden_origin"]
@@ -119,9 +129,13 @@ def test_a_session_stream_opens_from_the_own_origin(client: TestClient) -> None:
     repo_id = client.get("/api/repos").json()["repos"][0]["id"]
     session = client.post("/api/sessions", json={"repoId": repo_id}).json()
     try:
-        code, frames = ws_close_code(client, f"/ws/sessions/{session['id']}", {"Origin": "http://testserver"})
+        code, frames = ws_close_code(
+            client, f"/ws/sessions/{session['id']}", {"Origin": "http://testserver"}
+        )
         assert code == 1000 and frames[0]["type"] == "hello" and frames[-1]["type"] == "live"
-        code, frames = ws_close_code(client, f"/ws/sessions/{session['id']}", {"Origin": "http://evil.com"})
+        code, frames = ws_close_code(
+            client, f"/ws/sessions/{session['id']}", {"Origin": "http://evil.com"}
+        )
         assert (code, frames) == (4403, [])
     finally:
         client.delete(f"/api/sessions/{session['id']}")
@@ -134,11 +148,19 @@ def test_a_session_stream_opens_from_the_own_origin(client: TestClient) -> None:
 def test_no_cors_headers_on_any_route(client: TestClient, op: object) -> None:
     path = op.path()  # type: ignore[attr-defined]
     for origin in ("http://evil.com", "http://testserver", "null"):
-        preflight = client.options(path, headers={"Origin": origin, "Access-Control-Request-Method": "POST",
-                                                  "Access-Control-Request-Headers": "authorization"})
+        preflight = client.options(
+            path,
+            headers={
+                "Origin": origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization",
+            },
+        )
         actual = client.request(op.method, path, headers={"Origin": origin})  # type: ignore[attr-defined]
         for response in (preflight, actual):
-            assert not any(h.lower().startswith("access-control-") for h in response.headers), response.headers
+            assert not any(h.lower().startswith("access-control-") for h in response.headers), (
+                response.headers
+            )
 
 
 # -- on a real uvicorn ------------------------------------------------------------------
@@ -178,9 +200,14 @@ def test_origins_on_a_live_server(live_server: Callable[..., LiveServer]) -> Non
         assert results[origin] == (4404 if allowed else 4403), (origin, results[origin])
     import httpx
 
-    response = httpx.options(f"{server.url}/api/repos", headers={
-        "Origin": "http://evil.com", "Access-Control-Request-Method": "DELETE"}, timeout=10)
+    response = httpx.options(
+        f"{server.url}/api/repos",
+        headers={"Origin": "http://evil.com", "Access-Control-Request-Method": "DELETE"},
+        timeout=10,
+    )
     assert "access-control-allow-origin" not in response.headers
-    response = httpx.get(f"{server.url}/api/repos", headers={"Origin": "http://evil.com"}, timeout=10)
+    response = httpx.get(
+        f"{server.url}/api/repos", headers={"Origin": "http://evil.com"}, timeout=10
+    )
     assert_error(response, 403, "forbidden_origin")
     assert "access-control-allow-origin" not in response.headers

@@ -2,7 +2,7 @@
 ``app.routes``) × {no token, wrong token, right token}, the header forms, the WebSocket
 ``?token=``, and the CLI refusing a non-loopback HOST without a token.
 
-Decisions (server/security.py): open without a token are /healthz, /readyz,
+Decisions (server/web/security.py): open without a token are /healthz, /readyz,
 /openapi.json and the static UI (/ and its files, /{name}); everything else, including
 /metrics, needs it.
 """
@@ -21,7 +21,15 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import make_git_repo
-from tests.security.support import WS, Operation, app_for, assert_error, operations, route_app, ws_close_code
+from tests.security.support import (
+    WS,
+    Operation,
+    app_for,
+    assert_error,
+    operations,
+    route_app,
+    ws_close_code,
+)
 
 TOKEN = "s3cret-token-0123456789"
 OPEN = {"/healthz", "/readyz", "/openapi.json", "/", "/{name}"}  # "/{name}": the UI's files
@@ -46,7 +54,12 @@ AUTH = {
 
 def test_every_route_is_in_the_matrix() -> None:
     templates = {op.template for op in OPERATIONS}
-    assert {"/healthz", "/api/repos", "/api/sessions/{session_id}", "/ws/sessions/{session_id}"} <= templates
+    assert {
+        "/healthz",
+        "/api/repos",
+        "/api/sessions/{session_id}",
+        "/ws/sessions/{session_id}",
+    } <= templates
     # A route outside /api, /ws and /metrics is open only if it is listed in OPEN on purpose.
     unclassified = {t for t in templates - OPEN if not t.startswith(("/api/", "/ws/", "/metrics"))}
     assert unclassified == set(), "decide whether these need the token"
@@ -103,10 +116,14 @@ def test_a_non_ascii_token_works_as_utf8_bytes(tmp_path: Path, workspace_root: P
     with TestClient(app_for(tmp_path, workspace_root, API_TOKEN=token)) as utf8_client:
         right = {"Authorization": b"Bearer " + token.encode()}
         assert utf8_client.get("/api/repos", headers=right).status_code == 200
-        assert utf8_client.get("/api/repos", headers={"Authorization": b"Bearer t"}).status_code == 401
+        assert (
+            utf8_client.get("/api/repos", headers={"Authorization": b"Bearer t"}).status_code == 401
+        )
         from urllib.parse import quote
 
-        code, _ = ws_close_code(utf8_client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?token={quote(token)}")
+        code, _ = ws_close_code(
+            utf8_client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?token={quote(token)}"
+        )
         assert code == 4404
 
 
@@ -119,22 +136,34 @@ def test_query_token_is_for_websockets_only(client: TestClient) -> None:
     from urllib.parse import quote
 
     assert client.get(f"/api/repos?token={quote(TOKEN)}").status_code == 401
-    code, frames = ws_close_code(client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?token={quote(TOKEN)}")
+    code, frames = ws_close_code(
+        client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?token={quote(TOKEN)}"
+    )
     assert code == 4404 and frames == []  # past the token: an unknown session
 
 
 @pytest.mark.parametrize(
     ("query", "code"),
-    [("token=wrong", 4401), ("token=", 4401), (f"token={TOKEN}&token=other", 4401), ("tok=x", 4401)],
+    [
+        ("token=wrong", 4401),
+        ("token=", 4401),
+        (f"token={TOKEN}&token=other", 4401),
+        ("tok=x", 4401),
+    ],
 )
 def test_websocket_query_token_refusals(client: TestClient, query: str, code: int) -> None:
     from urllib.parse import quote_plus
 
     query = query.replace(TOKEN, quote_plus(TOKEN))
-    assert ws_close_code(client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?{query}") == (code, [])
+    assert ws_close_code(client, f"/ws/sessions/00000000-0000-4000-8000-000000000000?{query}") == (
+        code,
+        [],
+    )
 
 
-def test_a_refusal_is_a_security_event(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refusal_is_a_security_event(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="agent_sessions.security"):
         client.get("/api/sessions", headers={"Authorization": "Bearer nope"})
     [record] = [r for r in caplog.records if getattr(r, "event", None) == "unauthorized"]
@@ -142,11 +171,16 @@ def test_a_refusal_is_a_security_event(client: TestClient, caplog: pytest.LogCap
     assert "nope" not in record.getMessage() and TOKEN not in str(vars(record))
 
 
-def test_without_a_token_configured_everything_is_open(tmp_path: Path, workspace_root: Path) -> None:
+def test_without_a_token_configured_everything_is_open(
+    tmp_path: Path, workspace_root: Path
+) -> None:
     with TestClient(app_for(tmp_path, workspace_root)) as open_client:
         assert open_client.get("/api/repos").status_code == 200
         assert open_client.get("/metrics").status_code == 200
-        assert open_client.get("/api/repos", headers={"Authorization": "Bearer whatever"}).status_code == 200
+        assert (
+            open_client.get("/api/repos", headers={"Authorization": "Bearer whatever"}).status_code
+            == 200
+        )
 
 
 # -- the command line ---------------------------------------------------------------------
@@ -161,13 +195,25 @@ def test_without_a_token_configured_everything_is_open(tmp_path: Path, workspace
         ({"API_TOKEN": "   "}, ["--host", "0.0.0.0"]),  # blank is no token
     ],
 )
-def test_cli_refuses_a_non_loopback_host_without_a_token(tmp_path: Path, env: dict[str, str], args: list[str]) -> None:
+def test_cli_refuses_a_non_loopback_host_without_a_token(
+    tmp_path: Path, env: dict[str, str], args: list[str]
+) -> None:
     full_env = {k: v for k, v in os.environ.items() if k not in ("API_TOKEN", "HOST")}
-    full_env.update({"AGENT_WORKSPACE_ROOT": str(tmp_path / "ws"), "PORT": "1",
-                     "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}", **env})
+    full_env.update(
+        {
+            "AGENT_WORKSPACE_ROOT": str(tmp_path / "ws"),
+            "PORT": "1",
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}",
+            **env,
+        }
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "server.cli", "serve", *args], cwd=tmp_path, env=full_env,
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "server.cli", "serve", *args],
+        cwd=tmp_path,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "API_TOKEN" in done.stderr and "loopback" in done.stderr

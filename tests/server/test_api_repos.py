@@ -14,13 +14,12 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-import server.app
 from server.app import create_app
-from server.errors import exception_handlers
-from server.routes import ops as ops_routes
-from server.routes import repos as repos_routes
-from server.routes import sessions as sessions_routes
 from server.settings import Settings
+from server.web.errors import exception_handlers
+from server.web.routes import ops as ops_routes
+from server.web.routes import repos as repos_routes
+from server.web.routes import sessions as sessions_routes
 from tests.conftest import make_git_repo
 
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
@@ -60,7 +59,9 @@ def test_register_relative_path(client: TestClient, workspace_root: Path) -> Non
     assert repo["isGitRepo"] is True
 
 
-def test_register_absolute_path_of_a_plain_directory(client: TestClient, workspace_root: Path) -> None:
+def test_register_absolute_path_of_a_plain_directory(
+    client: TestClient, workspace_root: Path
+) -> None:
     (workspace_root / "plain" / "sub").mkdir(parents=True)
     target = workspace_root / "plain" / "sub"
     response = client.post("/api/repos", json={"path": str(target)})
@@ -73,7 +74,16 @@ def test_register_absolute_path_of_a_plain_directory(client: TestClient, workspa
 
 @pytest.mark.parametrize(
     "path",
-    ["../outside", "..", "plain/../../outside", "/etc", "{outside}", "link-out", "link-out/sub", "a\x00b"],
+    [
+        "../outside",
+        "..",
+        "plain/../../outside",
+        "/etc",
+        "{outside}",
+        "link-out",
+        "link-out/sub",
+        "a\x00b",
+    ],
 )
 def test_register_outside_the_workspace_is_403(
     client: TestClient, workspace_root: Path, path: str, caplog: pytest.LogCaptureFixture
@@ -87,7 +97,9 @@ def test_register_outside_the_workspace_is_403(
     error = assert_error(response, 403, "path_outside_workspace")
     assert error["details"]["path"] == path.format(outside=outside)
     # API.md: rejections are logged as security events.
-    assert any(r.name == "agent_sessions.security" and r.levelno >= logging.WARNING for r in caplog.records)
+    assert any(
+        r.name == "agent_sessions.security" and r.levelno >= logging.WARNING for r in caplog.records
+    )
     assert all(r["path"] != str(outside) for r in client.get("/api/repos").json()["repos"])
 
 
@@ -96,7 +108,9 @@ def test_register_symlink_inside_the_workspace_resolves_to_its_target(
 ) -> None:
     (workspace_root / "alias").symlink_to(workspace_root / "demo")
     # The symlink resolves to demo, which is registered already.
-    error = assert_error(client.post("/api/repos", json={"path": "alias"}), 409, "repo_already_registered")
+    error = assert_error(
+        client.post("/api/repos", json={"path": "alias"}), 409, "repo_already_registered"
+    )
     assert error["details"]["path"] == str((workspace_root / "demo").resolve())
 
 
@@ -110,7 +124,9 @@ def test_register_symlink_inside_the_workspace_resolves_to_its_target(
         ({"path": "plain", "name": 3}, "name"),
     ],
 )
-def test_register_bad_body_is_422(client: TestClient, workspace_root: Path, body: dict[str, Any], field: str) -> None:
+def test_register_bad_body_is_422(
+    client: TestClient, workspace_root: Path, body: dict[str, Any], field: str
+) -> None:
     (workspace_root / "plain").mkdir()
     error = assert_error(client.post("/api/repos", json=body), 422, "validation_error")
     assert error["details"]["field"] == field
@@ -121,13 +137,17 @@ def test_register_non_object_body_is_422(client: TestClient) -> None:
 
 
 def test_register_missing_path_is_422(client: TestClient) -> None:
-    error = assert_error(client.post("/api/repos", json={"path": "nowhere"}), 422, "validation_error")
+    error = assert_error(
+        client.post("/api/repos", json={"path": "nowhere"}), 422, "validation_error"
+    )
     assert "exist" in error["message"]
 
 
 def test_register_a_file_is_422(client: TestClient, workspace_root: Path) -> None:
     (workspace_root / "file.txt").write_text("x")
-    error = assert_error(client.post("/api/repos", json={"path": "file.txt"}), 422, "validation_error")
+    error = assert_error(
+        client.post("/api/repos", json={"path": "file.txt"}), 422, "validation_error"
+    )
     assert "directory" in error["message"]
 
 
@@ -135,18 +155,24 @@ def test_register_twice_is_409(client: TestClient, workspace_root: Path) -> None
     (workspace_root / "plain").mkdir()
     assert client.post("/api/repos", json={"path": "plain"}).status_code == 201
     for spelling in ("plain", "plain/", "./plain", str(workspace_root / "plain"), "demo/../plain"):
-        assert_error(client.post("/api/repos", json={"path": spelling}), 409, "repo_already_registered")
+        assert_error(
+            client.post("/api/repos", json={"path": spelling}), 409, "repo_already_registered"
+        )
     assert sum(r["name"] == "plain" for r in client.get("/api/repos").json()["repos"]) == 1
 
 
 def test_register_invalid_json_is_400(client: TestClient) -> None:
-    response = client.post("/api/repos", content=b'{"path": ', headers={"content-type": "application/json"})
+    response = client.post(
+        "/api/repos", content=b'{"path": ', headers={"content-type": "application/json"}
+    )
     assert_error(response, 400, "invalid_json")
 
 
 def test_register_wrong_content_type_is_400(client: TestClient, workspace_root: Path) -> None:
     (workspace_root / "plain").mkdir()
-    response = client.post("/api/repos", content=b'{"path": "plain"}', headers={"content-type": "text/plain"})
+    response = client.post(
+        "/api/repos", content=b'{"path": "plain"}', headers={"content-type": "text/plain"}
+    )
     assert_error(response, 400, "invalid_json")
     assert all(r["name"] != "plain" for r in client.get("/api/repos").json()["repos"])
 
@@ -207,12 +233,20 @@ def test_delete_while_a_session_is_active_is_409(client: TestClient, demo_repo_i
     assert_error(client.get(f"/api/sessions/{session['id']}"), 404, "session_not_found")
 
 
-def test_auto_register_can_be_switched_off(make_settings: Callable[..., Settings], workspace_root: Path) -> None:
+def test_auto_register_can_be_switched_off(
+    make_settings: Callable[..., Settings], workspace_root: Path
+) -> None:
     make_git_repo(workspace_root / "second")
     with TestClient(create_app(make_settings())) as on:
         assert {r["name"] for r in on.get("/api/repos").json()["repos"]} == {"demo", "second"}
-    with TestClient(create_app(make_settings(AUTO_REGISTER_REPOS="false",
-                                             DATABASE_URL=f"sqlite+aiosqlite:///{workspace_root.parent / 'other.db'}"))) as off:
+    with TestClient(
+        create_app(
+            make_settings(
+                AUTO_REGISTER_REPOS="false",
+                DATABASE_URL=f"sqlite+aiosqlite:///{workspace_root.parent / 'other.db'}",
+            )
+        )
+    ) as off:
         assert off.get("/api/repos").json() == {"repos": []}
 
 
@@ -236,7 +270,10 @@ METHOD_CASES = [
     ("POST", "/api/sessions/{id}", {"GET", "DELETE"}),
     ("GET", "/api/sessions/{id}/prompt", {"POST"}),
 ]
-MORE_METHOD_CASES = [("DELETE", "/api/sessions/{id}/messages", {"GET"}), ("POST", "/api/agents", {"GET"})]
+MORE_METHOD_CASES = [
+    ("DELETE", "/api/sessions/{id}/messages", {"GET"}),
+    ("POST", "/api/agents", {"GET"}),
+]
 
 
 def assert_405(response: httpx.Response, allowed: set[str]) -> None:
@@ -246,7 +283,9 @@ def assert_405(response: httpx.Response, allowed: set[str]) -> None:
 
 
 @pytest.mark.parametrize(("method", "path", "allowed"), METHOD_CASES + MORE_METHOD_CASES)
-def test_route_table_answers_wrong_method_with_405_and_full_allow(method: str, path: str, allowed: set[str]) -> None:
+def test_route_table_answers_wrong_method_with_405_and_full_allow(
+    method: str, path: str, allowed: set[str]
+) -> None:
     """The route tables alone (no UI, no middleware): one route per path, every method."""
     table = [*ops_routes.routes, *repos_routes.routes, *sessions_routes.routes]
     app = Starlette(routes=table, exception_handlers=exception_handlers)
@@ -255,7 +294,9 @@ def test_route_table_answers_wrong_method_with_405_and_full_allow(method: str, p
 
 
 @pytest.mark.parametrize(("method", "path", "allowed"), METHOD_CASES + MORE_METHOD_CASES)
-def test_wrong_method_is_405_with_allow(client: TestClient, method: str, path: str, allowed: set[str]) -> None:
+def test_wrong_method_is_405_with_allow(
+    client: TestClient, method: str, path: str, allowed: set[str]
+) -> None:
     assert_405(client.request(method, path.format(id=UNKNOWN_ID)), allowed)
 
 
@@ -265,7 +306,9 @@ def test_wrong_method_is_405_with_allow(client: TestClient, method: str, path: s
 def test_agents_default_only(client: TestClient, settings: Settings) -> None:
     response = client.get("/api/agents")
     assert response.status_code == 200
-    assert response.json() == {"agents": [{"id": "default", "command": settings.agent_command, "default": True}]}
+    assert response.json() == {
+        "agents": [{"id": "default", "command": settings.agent_command, "default": True}]
+    }
     assert "agent_bridge.demo_agent" in settings.agent_command
 
 
@@ -278,11 +321,17 @@ def test_agents_from_agents_file(make_settings: Callable[..., Settings], tmp_pat
     )
     with TestClient(create_app(make_settings(AGENTS_FILE=str(agents_file)))) as c:
         agents = c.get("/api/agents").json()["agents"]
-        assert [(a["id"], a["default"]) for a in agents] == [("default", True), ("broken", False), ("other", False)]
+        assert [(a["id"], a["default"]) for a in agents] == [
+            ("default", True),
+            ("broken", False),
+            ("other", False),
+        ]
         assert agents[2]["command"] == "other-agent --acp {workspace}"
 
 
-def test_agents_file_env_reaches_the_agent(make_settings: Callable[..., Settings], tmp_path: Path) -> None:
+def test_agents_file_env_reaches_the_agent(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
     """The configured env is added to the agent's environment: this agent fails session/new."""
     agents_file = tmp_path / "agents.toml"
     python = sys.executable
@@ -292,8 +341,11 @@ def test_agents_file_env_reaches_the_agent(make_settings: Callable[..., Settings
     )
     with TestClient(create_app(make_settings(AGENTS_FILE=str(agents_file)))) as c:
         repo_id = c.get("/api/repos").json()["repos"][0]["id"]
-        error = assert_error(c.post("/api/sessions", json={"repoId": repo_id, "agentId": "broken"}),
-                             502, "agent_start_failed")
+        error = assert_error(
+            c.post("/api/sessions", json={"repoId": repo_id, "agentId": "broken"}),
+            502,
+            "agent_start_failed",
+        )
         assert "session/new" in error["message"]
         sessions = c.get("/api/sessions").json()["sessions"]
         assert [s["status"] for s in sessions] == ["error"]

@@ -27,8 +27,19 @@ from tests.helpers import (
 from tests.server.test_api_repos import UNKNOWN_ID, assert_error
 
 SESSION_KEYS = {
-    "id", "repoId", "repo", "agentId", "status", "title", "createdAt", "updatedAt", "lastSeq",
-    "activeRunId", "parentRunId", "forkedFrom", "metadata",
+    "id",
+    "repoId",
+    "repo",
+    "agentId",
+    "status",
+    "title",
+    "createdAt",
+    "updatedAt",
+    "lastSeq",
+    "activeRunId",
+    "parentRunId",
+    "forkedFrom",
+    "metadata",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 
@@ -41,7 +52,9 @@ def finish(client: TestClient, session_id: str, run_id: str) -> dict[str, Any]:
 def agent_is_talking(run_id: str) -> Callable[[dict[str, Any]], bool]:
     """The agent's turn has begun: a text chunk of this run is stored. (Cancelling before
     that races the demo agent's start of the turn; see test_acp_client.)"""
-    return lambda m: m["role"] == "agent" and m["content"]["type"] == "text" and m["runId"] == run_id
+    return lambda m: (
+        m["role"] == "agent" and m["content"]["type"] == "text" and m["runId"] == run_id
+    )
 
 
 def cancel_and_finish(client: TestClient, session_id: str, run_id: str) -> dict[str, Any]:
@@ -76,7 +89,9 @@ def test_create(client: TestClient, demo_repo_id: str, workspace_root: Path) -> 
 
 
 def test_create_unknown_repo_is_404(client: TestClient) -> None:
-    error = assert_error(client.post("/api/sessions", json={"repoId": UNKNOWN_ID}), 404, "repo_not_found")
+    error = assert_error(
+        client.post("/api/sessions", json={"repoId": UNKNOWN_ID}), 404, "repo_not_found"
+    )
     assert error["details"]["id"] == UNKNOWN_ID
 
 
@@ -88,8 +103,14 @@ def test_create_unknown_agent_is_404(client: TestClient, demo_repo_id: str) -> N
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"repoId": "not-a-uuid"}, {"repoId": 5}, {"repoId": "{repo}", "title": 5},
-     {"repoId": "{repo}", "agentId": 1}, {"repoId": "{repo}", "parentRunId": "nope"}],
+    [
+        {},
+        {"repoId": "not-a-uuid"},
+        {"repoId": 5},
+        {"repoId": "{repo}", "title": 5},
+        {"repoId": "{repo}", "agentId": 1},
+        {"repoId": "{repo}", "parentRunId": "nope"},
+    ],
 )
 def test_create_invalid_is_422(client: TestClient, demo_repo_id: str, body: dict[str, Any]) -> None:
     body = {k: v.format(repo=demo_repo_id) if isinstance(v, str) else v for k, v in body.items()}
@@ -98,8 +119,11 @@ def test_create_invalid_is_422(client: TestClient, demo_repo_id: str, body: dict
 
 
 def test_create_bad_json_is_400(client: TestClient) -> None:
-    assert_error(client.post("/api/sessions", content=b"{", headers={"content-type": "application/json"}),
-                 400, "invalid_json")
+    assert_error(
+        client.post("/api/sessions", content=b"{", headers={"content-type": "application/json"}),
+        400,
+        "invalid_json",
+    )
 
 
 def test_create_over_the_limit_is_429(make_settings: Callable[..., Settings]) -> None:
@@ -116,10 +140,14 @@ def test_create_over_the_limit_is_429(make_settings: Callable[..., Settings]) ->
 
 
 def test_agent_that_cannot_start_is_502(make_settings: Callable[..., Settings]) -> None:
-    command = f"{sys.executable} -c \"import sys; print('no model here', file=sys.stderr); sys.exit(3)\""
+    command = (
+        f"{sys.executable} -c \"import sys; print('no model here', file=sys.stderr); sys.exit(3)\""
+    )
     with TestClient(create_app(make_settings(AGENT_COMMAND=command))) as c:
         repo_id = c.get("/api/repos").json()["repos"][0]["id"]
-        error = assert_error(c.post("/api/sessions", json={"repoId": repo_id}), 502, "agent_start_failed")
+        error = assert_error(
+            c.post("/api/sessions", json={"repoId": repo_id}), 502, "agent_start_failed"
+        )
         assert "3" in error["message"]
         assert error["details"]["exitCode"] == 3
         assert "no model here" in error["details"]["stderrTail"]
@@ -132,7 +160,9 @@ def test_agent_that_cannot_start_is_502(make_settings: Callable[..., Settings]) 
 # -- GET /api/sessions -------------------------------------------------------------------
 
 
-def test_list_filters_and_offset(make_settings: Callable[..., Settings], workspace_root: Path) -> None:
+def test_list_filters_and_offset(
+    make_settings: Callable[..., Settings], workspace_root: Path
+) -> None:
     (workspace_root / "other").mkdir()
     with TestClient(create_app(make_settings(MAX_CONCURRENT_SESSIONS=10))) as c:
         demo = c.get("/api/repos").json()["repos"][0]["id"]
@@ -169,7 +199,9 @@ def test_list_filters_and_offset(make_settings: Callable[..., Settings], workspa
         assert "messages" not in c.get("/api/sessions").json()["sessions"][0]
 
 
-def test_list_cursor_paging_is_stable_while_sessions_are_added(make_settings: Callable[..., Settings]) -> None:
+def test_list_cursor_paging_is_stable_while_sessions_are_added(
+    make_settings: Callable[..., Settings],
+) -> None:
     with TestClient(create_app(make_settings(MAX_CONCURRENT_SESSIONS=20))) as c:
         repo_id = c.get("/api/repos").json()["repos"][0]["id"]
         before = [create_session(c, repo_id)["id"] for _ in range(4)]
@@ -202,8 +234,17 @@ def test_list_total_without_filters(make_settings: Callable[..., Settings]) -> N
 
 @pytest.mark.parametrize(
     "params",
-    [{"limit": 0}, {"limit": 201}, {"limit": "x"}, {"offset": -1}, {"status": "bogus"},
-     {"status": "active,bogus"}, {"repoId": "nope"}, {"cursor": "not-a-cursor"}, {"cursor": "WzFd"}],
+    [
+        {"limit": 0},
+        {"limit": 201},
+        {"limit": "x"},
+        {"offset": -1},
+        {"status": "bogus"},
+        {"status": "active,bogus"},
+        {"repoId": "nope"},
+        {"cursor": "not-a-cursor"},
+        {"cursor": "WzFd"},
+    ],
 )
 def test_list_invalid_query_is_422(client: TestClient, params: dict[str, Any]) -> None:
     assert_error(client.get("/api/sessions", params=params), 422, "validation_error")
@@ -233,7 +274,11 @@ def test_get_with_finished_messages_only(client: TestClient, demo_repo_id: str) 
     assert shown == [m for m in stored if m["content"].get("partial") is not True]
     assert [m["seq"] for m in shown] == sorted(m["seq"] for m in shown)
     assert all(set(m) == MESSAGE_KEYS for m in shown)
-    texts = [m["content"]["text"] for m in shown if m["role"] == "agent" and m["content"]["type"] == "text"]
+    texts = [
+        m["content"]["text"]
+        for m in shown
+        if m["role"] == "agent" and m["content"]["type"] == "text"
+    ]
     assert len(texts) == 1 and "You said: hello there" in texts[0]
     assert body["lastSeq"] == stored[-1]["seq"]
 
@@ -241,7 +286,12 @@ def test_get_with_finished_messages_only(client: TestClient, demo_repo_id: str) 
 def test_get_unknown_is_404_and_bad_id_422(client: TestClient) -> None:
     assert_error(client.get(f"/api/sessions/{UNKNOWN_ID}"), 404, "session_not_found")
     assert_error(client.get("/api/sessions/xyz"), 422, "validation_error")
-    for method, tail in [("POST", "prompt"), ("POST", "cancel"), ("POST", "complete"), ("GET", "messages")]:
+    for method, tail in [
+        ("POST", "prompt"),
+        ("POST", "cancel"),
+        ("POST", "complete"),
+        ("GET", "messages"),
+    ]:
         response = client.request(method, f"/api/sessions/{UNKNOWN_ID}/{tail}", json={"text": "x"})
         assert_error(response, 404, "session_not_found")
     assert_error(client.delete(f"/api/sessions/{UNKNOWN_ID}"), 404, "session_not_found")
@@ -250,7 +300,9 @@ def test_get_unknown_is_404_and_bad_id_422(client: TestClient) -> None:
 # -- POST /api/sessions/{id}/prompt ------------------------------------------------------
 
 
-def test_prompt_is_202_and_the_user_message_is_stored_first(client: TestClient, demo_repo_id: str) -> None:
+def test_prompt_is_202_and_the_user_message_is_stored_first(
+    client: TestClient, demo_repo_id: str
+) -> None:
     session = create_session(client, demo_repo_id)
     response = client.post(f"/api/sessions/{session['id']}/prompt", json={"text": "first words"})
     assert response.status_code == 202
@@ -259,7 +311,9 @@ def test_prompt_is_202_and_the_user_message_is_stored_first(client: TestClient, 
     uuid.UUID(body["runId"])
     # Read right after the 202: no waiting.
     users = messages(client, session["id"], role="user")
-    assert [(m["content"], m["runId"]) for m in users] == [({"type": "text", "text": "first words"}, body["runId"])]
+    assert [(m["content"], m["runId"]) for m in users] == [
+        ({"type": "text", "text": "first words"}, body["runId"])
+    ]
     assert finish(client, session["id"], body["runId"])["status"] == "completed"
 
 
@@ -267,22 +321,35 @@ def test_second_prompt_during_a_turn_is_409(client: TestClient, demo_repo_id: st
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "slow 30")
     assert client.get(f"/api/sessions/{session['id']}").json()["activeRunId"] == run_id
-    assert_error(client.post(f"/api/sessions/{session['id']}/prompt", json={"text": "again"}), 409, "turn_in_progress")
-    assert [m["content"]["text"] for m in messages(client, session["id"], role="user")] == ["slow 30"]
+    assert_error(
+        client.post(f"/api/sessions/{session['id']}/prompt", json={"text": "again"}),
+        409,
+        "turn_in_progress",
+    )
+    assert [m["content"]["text"] for m in messages(client, session["id"], role="user")] == [
+        "slow 30"
+    ]
     assert cancel_and_finish(client, session["id"], run_id)["status"] == "cancelled"
 
 
 @pytest.mark.parametrize("body", [{}, {"text": ""}, {"text": "   \n"}, {"text": 5}, {"text": None}])
-def test_prompt_without_text_is_422(client: TestClient, demo_repo_id: str, body: dict[str, Any]) -> None:
+def test_prompt_without_text_is_422(
+    client: TestClient, demo_repo_id: str, body: dict[str, Any]
+) -> None:
     session = create_session(client, demo_repo_id)
-    assert_error(client.post(f"/api/sessions/{session['id']}/prompt", json=body), 422, "validation_error")
+    assert_error(
+        client.post(f"/api/sessions/{session['id']}/prompt", json=body), 422, "validation_error"
+    )
     assert messages(client, session["id"], role="user") == []
 
 
 def test_prompt_bad_json_is_400(client: TestClient, demo_repo_id: str) -> None:
     session = create_session(client, demo_repo_id)
-    response = client.post(f"/api/sessions/{session['id']}/prompt", content=b"text=hi",
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        f"/api/sessions/{session['id']}/prompt",
+        content=b"text=hi",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert_error(response, 400, "invalid_json")
 
 
@@ -291,9 +358,13 @@ def test_prompt_over_max_prompt_bytes_is_413(make_settings: Callable[..., Settin
         repo_id = c.get("/api/repos").json()["repos"][0]["id"]
         session = create_session(c, repo_id)
         url = f"/api/sessions/{session['id']}/prompt"
-        error = assert_error(c.post(url, json={"text": "é" * 9}), 413, "payload_too_large")  # 18 bytes
+        error = assert_error(
+            c.post(url, json={"text": "é" * 9}), 413, "payload_too_large"
+        )  # 18 bytes
         assert error["details"]["limit"] == 16
-        assert_error(c.post(url, json={"text": "x" * 2000}), 413, "payload_too_large")  # over the body limit
+        assert_error(
+            c.post(url, json={"text": "x" * 2000}), 413, "payload_too_large"
+        )  # over the body limit
         assert messages(c, session["id"], role="user") == []
         run_id = prompt(c, session["id"], "x" * 16)  # exactly at the limit is fine
         assert finish(c, session["id"], run_id)["status"] == "completed"
@@ -302,7 +373,9 @@ def test_prompt_over_max_prompt_bytes_is_413(make_settings: Callable[..., Settin
 # -- cancel, complete, delete ------------------------------------------------------------
 
 
-def test_cancel_ends_the_run_cancelled_and_the_session_stays_active(client: TestClient, demo_repo_id: str) -> None:
+def test_cancel_ends_the_run_cancelled_and_the_session_stays_active(
+    client: TestClient, demo_repo_id: str
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "slow 30")
     wait_for_message(client, session["id"], agent_is_talking(run_id))
@@ -314,7 +387,9 @@ def test_cancel_ends_the_run_cancelled_and_the_session_stays_active(client: Test
     after = client.get(f"/api/sessions/{session['id']}").json()
     assert after["status"] == "active" and after["activeRunId"] is None
     # The session takes the next prompt.
-    assert finish(client, session["id"], prompt(client, session["id"], "hi"))["status"] == "completed"
+    assert (
+        finish(client, session["id"], prompt(client, session["id"], "hi"))["status"] == "completed"
+    )
     # Cancel with no turn running is harmless.
     assert client.post(f"/api/sessions/{session['id']}/cancel").status_code == 202
 
@@ -375,13 +450,17 @@ def finished_session(client: TestClient, demo_repo_id: str) -> str:
     return str(session["id"])
 
 
-def test_messages_paging_with_after_limit_next_after(client: TestClient, finished_session: str) -> None:
+def test_messages_paging_with_after_limit_next_after(
+    client: TestClient, finished_session: str
+) -> None:
     everything = messages(client, finished_session)
     assert [m["seq"] for m in everything] == list(range(1, len(everything) + 1))
     collected: list[dict[str, Any]] = []
     after = 0
     while True:
-        response = client.get(f"/api/sessions/{finished_session}/messages", params={"after": after, "limit": 4})
+        response = client.get(
+            f"/api/sessions/{finished_session}/messages", params={"after": after, "limit": 4}
+        )
         assert response.status_code == 200
         page = response.json()
         assert len(page["messages"]) <= 4
@@ -391,7 +470,9 @@ def test_messages_paging_with_after_limit_next_after(client: TestClient, finishe
         assert page["nextAfter"] == page["messages"][-1]["seq"]
         after = page["nextAfter"]
     assert collected == everything
-    tail = client.get(f"/api/sessions/{finished_session}/messages", params={"after": everything[-3]["seq"]}).json()
+    tail = client.get(
+        f"/api/sessions/{finished_session}/messages", params={"after": everything[-3]["seq"]}
+    ).json()
     assert tail == {"messages": everything[-2:], "nextAfter": None}
     assert messages(client, finished_session, after=everything[-1]["seq"]) == []
 
@@ -399,14 +480,18 @@ def test_messages_paging_with_after_limit_next_after(client: TestClient, finishe
 def test_messages_filters(client: TestClient, finished_session: str) -> None:
     everything = messages(client, finished_session)
     assert {m["role"] for m in messages(client, finished_session, role="user")} == {"user"}
-    assert [m for m in everything if m["role"] == "agent"] == messages(client, finished_session, role="agent")
+    assert [m for m in everything if m["role"] == "agent"] == messages(
+        client, finished_session, role="agent"
+    )
     tools = messages(client, finished_session, type="tool")
     assert tools and tools == [m for m in everything if m["content"]["type"] == "tool"]
     whole = messages(client, finished_session, partial="false")
     assert whole == [m for m in everything if m["content"].get("partial") is not True]
     assert messages(client, finished_session, partial="true") == everything
     assert messages(client, finished_session, type="text", role="agent", partial="false") == [
-        m for m in everything if m["role"] == "agent" and m["content"]["type"] == "text" and not m["content"]["partial"]
+        m
+        for m in everything
+        if m["role"] == "agent" and m["content"]["type"] == "text" and not m["content"]["partial"]
     ]
 
 
@@ -426,25 +511,46 @@ def test_messages_since_is_strictly_after(client: TestClient, finished_session: 
 
 @pytest.mark.parametrize(
     "params",
-    [{"after": -1}, {"after": "x"}, {"limit": 0}, {"limit": "x"}, {"role": "robot"}, {"type": "bogus"},
-     {"partial": "maybe"}, {"since": "yesterday"}, {"raw": "perhaps"}],
+    [
+        {"after": -1},
+        {"after": "x"},
+        {"limit": 0},
+        {"limit": "x"},
+        {"role": "robot"},
+        {"type": "bogus"},
+        {"partial": "maybe"},
+        {"since": "yesterday"},
+        {"raw": "perhaps"},
+    ],
 )
-def test_messages_invalid_query_is_422(client: TestClient, finished_session: str, params: dict[str, Any]) -> None:
+def test_messages_invalid_query_is_422(
+    client: TestClient, finished_session: str, params: dict[str, Any]
+) -> None:
     response = client.get(f"/api/sessions/{finished_session}/messages", params=params)
     assert_error(response, 422, "validation_error")
 
 
-def test_messages_several_roles_or_types_are_not_silently_narrowed(client: TestClient, finished_session: str) -> None:
+def test_messages_several_roles_or_types_are_not_silently_narrowed(
+    client: TestClient, finished_session: str
+) -> None:
     """role=user,agent must not quietly return only the user messages."""
     everything = messages(client, finished_session)
-    response = client.get(f"/api/sessions/{finished_session}/messages", params={"role": "user,agent"})
+    response = client.get(
+        f"/api/sessions/{finished_session}/messages", params={"role": "user,agent"}
+    )
     if response.status_code == 200:
-        assert response.json()["messages"] == [m for m in everything if m["role"] in ("user", "agent")]
+        assert response.json()["messages"] == [
+            m for m in everything if m["role"] in ("user", "agent")
+        ]
     else:
         assert_error(response, 422, "validation_error")
-    response = client.get(f"/api/sessions/{finished_session}/messages", params={"type": "tool,plan"})
+    response = client.get(
+        f"/api/sessions/{finished_session}/messages", params={"type": "tool,plan"}
+    )
     if response.status_code == 200:
-        assert response.json()["messages"] == [m for m in everything if m["content"]["type"] in ("tool", "plan")]
+        assert response.json()["messages"] == [
+            m for m in everything if m["content"]["type"] in ("tool", "plan")
+        ]
     else:
         assert_error(response, 422, "validation_error")
 
@@ -458,7 +564,9 @@ def ask_permission(client: TestClient, session_id: str, text: str) -> tuple[str,
     return run_id, message["content"]
 
 
-def test_permission_allow_writes_the_file(client: TestClient, demo_repo_id: str, workspace_root: Path) -> None:
+def test_permission_allow_writes_the_file(
+    client: TestClient, demo_repo_id: str, workspace_root: Path
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id, asked = ask_permission(client, session["id"], "write notes.txt hi")
     assert asked["toolCallId"] == "call_2"
@@ -473,21 +581,31 @@ def test_permission_allow_writes_the_file(client: TestClient, demo_repo_id: str,
     decided = [m["content"] for m in messages(client, session["id"], type="permission")]
     assert decided[-1]["requestId"] == asked["requestId"]
     assert decided[-1]["outcome"] == {"outcome": "selected", "optionId": "allow"}
-    tool = [m["content"] for m in messages(client, session["id"], type="tool") if m["content"]["toolCallId"] == "call_2"]
+    tool = [
+        m["content"]
+        for m in messages(client, session["id"], type="tool")
+        if m["content"]["toolCallId"] == "call_2"
+    ]
     assert tool[-1]["status"] == "completed"
     # The first answer won; a later one is refused.
     assert_error(client.post(url, json={"optionId": "reject"}), 409, "permission_already_decided")
     assert (workspace_root / "demo" / "notes.txt").read_text() == "hi"
 
 
-def test_permission_reject_writes_nothing(client: TestClient, demo_repo_id: str, workspace_root: Path) -> None:
+def test_permission_reject_writes_nothing(
+    client: TestClient, demo_repo_id: str, workspace_root: Path
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id, asked = ask_permission(client, session["id"], "write notes.txt hi")
     url = f"/api/sessions/{session['id']}/permissions/{asked['requestId']}"
     assert client.post(url, json={"optionId": "reject"}).status_code == 200
     assert finish(client, session["id"], run_id)["status"] == "completed"
     assert not (workspace_root / "demo" / "notes.txt").exists()
-    tool = [m["content"] for m in messages(client, session["id"], type="tool") if m["content"]["toolCallId"] == "call_2"]
+    tool = [
+        m["content"]
+        for m in messages(client, session["id"], type="tool")
+        if m["content"]["toolCallId"] == "call_2"
+    ]
     assert tool[-1]["status"] == "error"
     assert_error(client.post(url, json={"optionId": "allow"}), 409, "permission_already_decided")
     assert not (workspace_root / "demo" / "notes.txt").exists()
@@ -496,16 +614,24 @@ def test_permission_reject_writes_nothing(client: TestClient, demo_repo_id: str,
 def test_permission_errors(client: TestClient, demo_repo_id: str, workspace_root: Path) -> None:
     session = create_session(client, demo_repo_id)
     base = f"/api/sessions/{session['id']}/permissions"
-    assert_error(client.post(f"{base}/{UNKNOWN_ID}", json={"optionId": "allow"}), 404, "permission_not_found")
+    assert_error(
+        client.post(f"{base}/{UNKNOWN_ID}", json={"optionId": "allow"}), 404, "permission_not_found"
+    )
     assert_error(client.post(f"{base}/nope", json={"optionId": "allow"}), 422, "validation_error")
     run_id, asked = ask_permission(client, session["id"], "write notes.txt hi")
     url = f"{base}/{asked['requestId']}"
     assert_error(client.post(url, json={}), 422, "validation_error")
     assert_error(client.post(url, json={"optionId": "maybe"}), 422, "validation_error")
-    assert_error(client.post(url, content=b"{", headers={"content-type": "application/json"}), 400, "invalid_json")
+    assert_error(
+        client.post(url, content=b"{", headers={"content-type": "application/json"}),
+        400,
+        "invalid_json",
+    )
     # A request of this session is unknown in another one.
     other = create_session(client, demo_repo_id)
-    response = client.post(f"/api/sessions/{other['id']}/permissions/{asked['requestId']}", json={"optionId": "allow"})
+    response = client.post(
+        f"/api/sessions/{other['id']}/permissions/{asked['requestId']}", json={"optionId": "allow"}
+    )
     assert_error(response, 404, "permission_not_found")
     # Still pending after all that.
     assert client.post(url, json={"optionId": "allow"}).status_code == 200
@@ -513,7 +639,9 @@ def test_permission_errors(client: TestClient, demo_repo_id: str, workspace_root
     assert (workspace_root / "demo" / "notes.txt").read_text() == "hi"
 
 
-def test_cancel_answers_pending_permissions_cancelled(client: TestClient, demo_repo_id: str, workspace_root: Path) -> None:
+def test_cancel_answers_pending_permissions_cancelled(
+    client: TestClient, demo_repo_id: str, workspace_root: Path
+) -> None:
     session = create_session(client, demo_repo_id)
     run_id, asked = ask_permission(client, session["id"], "write notes.txt hi")
     assert client.post(f"/api/sessions/{session['id']}/cancel").status_code == 202

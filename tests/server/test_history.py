@@ -28,8 +28,13 @@ class Turn:
     @property
     def reply(self) -> str:
         """The agent's final text of the turn."""
-        texts = [m["content"]["text"] for m in self.messages
-                 if m["role"] == "agent" and m["content"]["type"] == "text" and not m["content"]["partial"]]
+        texts = [
+            m["content"]["text"]
+            for m in self.messages
+            if m["role"] == "agent"
+            and m["content"]["type"] == "text"
+            and not m["content"]["partial"]
+        ]
         return str(texts[-1])
 
     @property
@@ -66,7 +71,9 @@ def run_turn(client: TestClient, session_id: str, text: str, *, answer: str | No
             content = message["content"]
             if content["type"] == "permission" and content["outcome"] is None:
                 assert answer is not None, "unexpected permission request"
-                ws.send_json({"type": "permission", "requestId": content["requestId"], "optionId": answer})
+                ws.send_json(
+                    {"type": "permission", "requestId": content["requestId"], "optionId": answer}
+                )
             if content["type"] == "run" and content["status"] != "running":
                 ended[content["runId"]] = content["status"]
     return Turn(run_id, ended[run_id], seen)
@@ -78,7 +85,11 @@ def wait_run_end(client: TestClient, session_id: str, run_id: str) -> None:
             frame = ws.receive_json()
             if frame["type"] == "message":
                 content = frame["message"]["content"]
-                if content["type"] == "run" and content["runId"] == run_id and content["status"] != "running":
+                if (
+                    content["type"] == "run"
+                    and content["runId"] == run_id
+                    and content["status"] != "running"
+                ):
                     return
 
 
@@ -115,7 +126,8 @@ def tight_client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]
 
 
 def test_fork_at_several_points_then_copies_and_original_diverge(
-    client: TestClient, demo_repo_id: str,
+    client: TestClient,
+    demo_repo_id: str,
 ) -> None:
     sid = create_session(client, demo_repo_id)["id"]
     first = run_turn(client, sid, "alpha")
@@ -127,7 +139,11 @@ def test_fork_at_several_points_then_copies_and_original_diverge(
     assert response.status_code == 201, response.text
     early = response.json()
     assert early["forkedFrom"] == {"sessionId": sid, "seq": first.end_seq}
-    assert (early["status"], early["repoId"], early["agentId"]) == ("active", demo_repo_id, "default")
+    assert (early["status"], early["repoId"], early["agentId"]) == (
+        "active",
+        demo_repo_id,
+        "default",
+    )
     whole = client.post(f"/api/sessions/{sid}/fork", json={}).json()
     assert whole["forkedFrom"] == {"sessionId": sid, "seq": last_seq}
     empty = client.post(f"/api/sessions/{sid}/fork", json={"uptoSeq": 0}).json()
@@ -139,8 +155,12 @@ def test_fork_at_several_points_then_copies_and_original_diverge(
     assert len(copied) == len(source) + 1  # + the fork's own "created" status
     for seq, (copy, orig) in enumerate(zip(copied, source, strict=False), start=1):
         assert copy["seq"] == seq and copy["id"] != orig["id"] and copy["runId"] is None
-        assert (copy["content"], copy["raw"], copy["timestamp"], copy["role"]) == \
-               (orig["content"], orig["raw"], orig["timestamp"], orig["role"])
+        assert (copy["content"], copy["raw"], copy["timestamp"], copy["role"]) == (
+            orig["content"],
+            orig["raw"],
+            orig["timestamp"],
+            orig["role"],
+        )
     assert copied[-1]["content"]["reason"] == "created" and copied[-1]["seq"] == len(source) + 1
     assert [m["content"]["reason"] for m in all_messages(client, empty["id"])] == ["created"]
 
@@ -157,8 +177,11 @@ def test_fork_at_several_points_then_copies_and_original_diverge(
     original_history = run_turn(client, sid, "history").reply
     assert "History: alpha | beta | delta" in original_history and "gamma" not in original_history
     assert all_messages(client, sid)[: len(original)] == original
-    assert [e["content"] for e in client.get(f"/api/sessions/{early['id']}/transcript").json()["messages"]
-            if e["role"] == "user"] == ["alpha", "gamma", "history"]
+    assert [
+        e["content"]
+        for e in client.get(f"/api/sessions/{early['id']}/transcript").json()["messages"]
+        if e["role"] == "user"
+    ] == ["alpha", "gamma", "history"]
 
 
 def test_fork_rejections(client: TestClient, demo_repo_id: str) -> None:
@@ -169,8 +192,15 @@ def test_fork_rejections(client: TestClient, demo_repo_id: str) -> None:
         assert "uptoSeq" in assert_error(response, 422, "validation_error")["message"]
     assert_error(client.post(f"/api/sessions/{MISSING}/fork", json={}), 404, "session_not_found")
     assert_error(client.post("/api/sessions/not-a-uuid/fork", json={}), 422, "validation_error")
-    assert_error(client.post(f"/api/sessions/{sid}/fork", content=b"{nope",
-                             headers={"content-type": "application/json"}), 400, "invalid_json")
+    assert_error(
+        client.post(
+            f"/api/sessions/{sid}/fork",
+            content=b"{nope",
+            headers={"content-type": "application/json"},
+        ),
+        400,
+        "invalid_json",
+    )
     assert client.get("/api/sessions").json()["total"] == 1
 
 
@@ -201,7 +231,9 @@ def test_rewind_then_prompt(client: TestClient, demo_repo_id: str) -> None:
     status = messages[-1]
     assert messages[:-1] == kept
     assert status["seq"] == before + 1 and status["content"] == {
-        "type": "status", "status": "active", "reason": "rewind",
+        "type": "status",
+        "status": "active",
+        "reason": "rewind",
         "detail": {"toSeq": first.end_seq, "dropped": before - first.end_seq},
     }
     assert client.get(f"/api/sessions/{sid}").json()["messages"][-1]["seq"] == before + 1
@@ -223,7 +255,11 @@ def test_rewind_then_prompt(client: TestClient, demo_repo_id: str) -> None:
     history = run_turn(client, sid, "history").reply
     assert "gamma" in history and "beta" not in history
     transcript = client.get(f"/api/sessions/{sid}/transcript").json()["messages"]
-    assert [e["content"] for e in transcript if e["role"] == "user"] == ["alpha", "gamma", "history"]
+    assert [e["content"] for e in transcript if e["role"] == "user"] == [
+        "alpha",
+        "gamma",
+        "history",
+    ]
     # Forks leave the dropped messages out too.
     fork = client.post(f"/api/sessions/{sid}/fork", json={"uptoSeq": before + 1}).json()
     assert "beta" not in orjson.dumps(all_messages(client, fork["id"])).decode()
@@ -234,16 +270,22 @@ def test_rewind_rejections(client: TestClient, demo_repo_id: str) -> None:
     last = client.get(f"/api/sessions/{sid}").json()["lastSeq"]
     for body in ({}, {"toSeq": last + 1}, {"toSeq": -1}, {"toSeq": "1"}, {"toSeq": None}):
         assert_error(client.post(f"/api/sessions/{sid}/rewind", json=body), 422, "validation_error")
-    assert_error(client.post(f"/api/sessions/{MISSING}/rewind", json={"toSeq": 0}), 404, "session_not_found")
+    assert_error(
+        client.post(f"/api/sessions/{MISSING}/rewind", json={"toSeq": 0}), 404, "session_not_found"
+    )
 
     run_id = client.post(f"/api/sessions/{sid}/prompt", json={"text": "slow 50"}).json()["runId"]
-    assert_error(client.post(f"/api/sessions/{sid}/rewind", json={"toSeq": 1}), 409, "turn_in_progress")
+    assert_error(
+        client.post(f"/api/sessions/{sid}/rewind", json={"toSeq": 1}), 409, "turn_in_progress"
+    )
     assert client.post(f"/api/sessions/{sid}/cancel").status_code == 202
     wait_run_end(client, sid, run_id)
     assert not any(m["dropped"] for m in export_lines(client, sid)[1:])
 
     assert client.post(f"/api/sessions/{sid}/complete").status_code == 200
-    assert_error(client.post(f"/api/sessions/{sid}/rewind", json={"toSeq": 1}), 409, "session_not_active")
+    assert_error(
+        client.post(f"/api/sessions/{sid}/rewind", json={"toSeq": 1}), 409, "session_not_active"
+    )
 
 
 # -- export / import ---------------------------------------------------------------------
@@ -264,16 +306,28 @@ def test_export_import_round_trip(client: TestClient, demo_repo_id: str) -> None
     assert "attachment" in first.headers["content-disposition"]
     exported = [orjson.loads(line) for line in first.content.splitlines()]
     header = exported[0]
-    assert header == {"type": "session", "version": 1, "id": sid, "repoId": demo_repo_id, "agentId": "default",
-                      "title": None, "createdAt": header["createdAt"]}
+    assert header == {
+        "type": "session",
+        "version": 1,
+        "id": sid,
+        "repoId": demo_repo_id,
+        "agentId": "default",
+        "title": None,
+        "createdAt": header["createdAt"],
+    }
     assert any(m["raw"] for m in exported[1:]) and any(m["dropped"] for m in exported[1:])
 
-    response = client.post(f"/api/sessions/import?repoId={demo_repo_id}", content=first.content,
-                           headers={"content-type": "application/x-ndjson"})
+    response = client.post(
+        f"/api/sessions/import?repoId={demo_repo_id}",
+        content=first.content,
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert response.status_code == 201, response.text
     imported = response.json()
     assert imported["status"] == "completed" and imported["id"] != sid
-    assert imported["lastSeq"] == len(exported) - 1 and imported["metadata"] == {"importedFrom": sid}
+    assert imported["lastSeq"] == len(exported) - 1 and imported["metadata"] == {
+        "importedFrom": sid
+    }
     second = export_lines(client, imported["id"])
     assert second[0] == {**header, "id": imported["id"]}
     assert _without_ids(second[1:]) == _without_ids(exported[1:])
@@ -281,8 +335,10 @@ def test_export_import_round_trip(client: TestClient, demo_repo_id: str) -> None
     assert not {m["id"] for m in second[1:]} & {m["id"] for m in exported[1:]}
     again = export_lines(client, imported["id"])
     assert again == second  # deterministic
-    assert client.get(f"/api/sessions/{imported['id']}/transcript").json() == \
-        client.get(f"/api/sessions/{sid}/transcript").json()
+    assert (
+        client.get(f"/api/sessions/{imported['id']}/transcript").json()
+        == client.get(f"/api/sessions/{sid}/transcript").json()
+    )
 
     # The archive takes no prompts; a fork of it does, without the dropped messages.
     prompt = client.post(f"/api/sessions/{imported['id']}/prompt", json={"text": "hi"})
@@ -294,36 +350,62 @@ def test_export_import_round_trip(client: TestClient, demo_repo_id: str) -> None
 
     # Without ?repoId= the header names the repository; without a header, a plain file works too.
     body = b"\n".join(first.content.splitlines()[1:]) + b"\n"
-    no_header = client.post(f"/api/sessions/import?repoId={demo_repo_id}", content=body,
-                            headers={"content-type": "application/x-ndjson"})
+    no_header = client.post(
+        f"/api/sessions/import?repoId={demo_repo_id}",
+        content=body,
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert no_header.status_code == 201 and no_header.json()["metadata"] == {}
-    by_header = client.post("/api/sessions/import", content=first.content,
-                            headers={"content-type": "application/x-ndjson"})
+    by_header = client.post(
+        "/api/sessions/import",
+        content=first.content,
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert by_header.status_code == 201 and by_header.json()["repoId"] == demo_repo_id
 
 
 def _line(seq: int, /, **changes: Any) -> dict[str, Any]:
-    line = {"id": MISSING, "sessionId": MISSING, "runId": None, "seq": seq, "role": "user",
-            "content": {"type": "text", "text": f"m{seq}"}, "stepNumber": None,
-            "timestamp": "2025-01-02T03:04:05.678Z", "raw": None, "dropped": False}
+    line = {
+        "id": MISSING,
+        "sessionId": MISSING,
+        "runId": None,
+        "seq": seq,
+        "role": "user",
+        "content": {"type": "text", "text": f"m{seq}"},
+        "stepNumber": None,
+        "timestamp": "2025-01-02T03:04:05.678Z",
+        "raw": None,
+        "dropped": False,
+    }
     line.update(changes)
     return line
 
 
 def _ndjson(*items: Any) -> bytes:
-    return b"".join((item if isinstance(item, bytes) else orjson.dumps(item)) + b"\n" for item in items)
+    return b"".join(
+        (item if isinstance(item, bytes) else orjson.dumps(item)) + b"\n" for item in items
+    )
 
 
 def test_import_rejections(client: TestClient, demo_repo_id: str) -> None:
-    def post(body: bytes, query: str = f"?repoId={demo_repo_id}", content_type: str = NDJSON) -> Any:
+    def post(
+        body: bytes, query: str = f"?repoId={demo_repo_id}", content_type: str = NDJSON
+    ) -> Any:
         headers = {"content-type": content_type}
         return client.post(f"/api/sessions/import{query}", content=body, headers=headers)
 
     def bad_line(body: bytes) -> int:
         return int(assert_error(post(body), 422, "validation_error")["details"]["line"])
 
-    header = {"type": "session", "version": 1, "id": MISSING, "repoId": demo_repo_id, "agentId": "default",
-              "title": "t", "createdAt": "2025-01-02T03:04:05.000Z"}
+    header = {
+        "type": "session",
+        "version": 1,
+        "id": MISSING,
+        "repoId": demo_repo_id,
+        "agentId": "default",
+        "title": "t",
+        "createdAt": "2025-01-02T03:04:05.000Z",
+    }
     bad_lines = {
         3: _ndjson(header, _line(1), b"{not json"),
         2: _ndjson(_line(1), b"[1, 2]"),
@@ -334,9 +416,17 @@ def test_import_rejections(client: TestClient, demo_repo_id: str) -> None:
     for number, body in bad_lines.items():
         assert bad_line(body) == number
     assert "line 3: not valid JSON" in post(bad_lines[3]).json()["error"]["message"]
-    for changes in ({"timestamp": "yesterday"}, {"timestamp": "2025-01-02T03:04:05"}, {"content": "hi"},
-                    {"content": {"type": "bogus"}}, {"raw": [1]}, {"runId": "x"}, {"stepNumber": "1"},
-                    {"dropped": "no"}, {"seq": True}):
+    for changes in (
+        {"timestamp": "yesterday"},
+        {"timestamp": "2025-01-02T03:04:05"},
+        {"content": "hi"},
+        {"content": {"type": "bogus"}},
+        {"raw": [1]},
+        {"runId": "x"},
+        {"stepNumber": "1"},
+        {"dropped": "no"},
+        {"seq": True},
+    ):
         assert bad_line(_ndjson(_line(1, **changes))) == 1
     assert bad_line(_ndjson({**header, "version": 2}, _line(1))) == 1
     assert_error(post(b""), 422, "validation_error")
@@ -344,25 +434,49 @@ def test_import_rejections(client: TestClient, demo_repo_id: str) -> None:
     assert_error(post(_ndjson(_line(1)), query=""), 422, "validation_error")
     assert_error(post(_ndjson(_line(1)), query="?repoId=nope"), 422, "validation_error")
     assert_error(post(_ndjson(_line(1)), query=f"?repoId={MISSING}"), 404, "repo_not_found")
-    assert_error(post(_ndjson({**header, "agentId": "elsewhere"}, _line(1))), 422, "validation_error")
-    assert post(_ndjson({**header, "agentId": "elsewhere"}, _line(1)), query="?agentId=default").status_code == 201
+    assert_error(
+        post(_ndjson({**header, "agentId": "elsewhere"}, _line(1))), 422, "validation_error"
+    )
+    assert (
+        post(
+            _ndjson({**header, "agentId": "elsewhere"}, _line(1)), query="?agentId=default"
+        ).status_code
+        == 201
+    )
     assert_error(post(_ndjson(_line(1)), content_type="text/plain"), 400, "invalid_json")
     assert client.get("/api/sessions").json()["total"] == 1  # only the one good import
 
 
-def test_import_is_an_archive_outside_the_limit_and_bodies_have_a_limit(tight_client: TestClient) -> None:
+def test_import_is_an_archive_outside_the_limit_and_bodies_have_a_limit(
+    tight_client: TestClient,
+) -> None:
     repo_id = tight_client.get("/api/repos").json()["repos"][0]["id"]
     create_session(tight_client, repo_id)
-    body = _ndjson(_line(1), _line(2, role="agent", content={"type": "text", "text": "hi", "partial": False}))
-    response = tight_client.post(f"/api/sessions/import?repoId={repo_id}", content=body,
-                                 headers={"content-type": "application/x-ndjson"})
+    body = _ndjson(
+        _line(1), _line(2, role="agent", content={"type": "text", "text": "hi", "partial": False})
+    )
+    response = tight_client.post(
+        f"/api/sessions/import?repoId={repo_id}",
+        content=body,
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert response.status_code == 201 and response.json()["status"] == "completed"
-    assert_error(tight_client.post(f"/api/sessions/{response.json()['id']}/fork", json={}), 429,
-                 "session_limit_reached")
+    assert_error(
+        tight_client.post(f"/api/sessions/{response.json()['id']}/fork", json={}),
+        429,
+        "session_limit_reached",
+    )
     huge = _ndjson(*[_line(n) for n in range(1, 40)])
     assert len(huge) > 4096
-    assert_error(tight_client.post(f"/api/sessions/import?repoId={repo_id}", content=huge,
-                                   headers={"content-type": "application/x-ndjson"}), 413, "payload_too_large")
+    assert_error(
+        tight_client.post(
+            f"/api/sessions/import?repoId={repo_id}",
+            content=huge,
+            headers={"content-type": "application/x-ndjson"},
+        ),
+        413,
+        "payload_too_large",
+    )
 
 
 def test_export_of_an_unknown_session_is_404(client: TestClient) -> None:

@@ -78,7 +78,10 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
         assert t["args"] == {"path": readme}  # rawInput came only with the first update
         assert t["locations"] == [{"path": readme}]
     assert tools[0]["result"] is None and tools[1]["result"] is None
-    assert tools[2]["result"] == {"bytes": len((workspace_root / "demo" / "README.md").read_bytes()), "lines": 3}
+    assert tools[2]["result"] == {
+        "bytes": len((workspace_root / "demo" / "README.md").read_bytes()),
+        "lines": 3,
+    }
     assert tools[2]["content"][0]["content"]["text"].startswith("# Demo")
     assert [m["stepNumber"] for m in turn if m["content"]["type"] == "tool"] == [1, 1, 1]
 
@@ -95,7 +98,13 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
     assert usage["cost"]["currency"] == "USD" and usage["cost"]["amount"] > 0
 
     start, end = turn[1]["content"], turn[-1]["content"]
-    assert start == {"type": "run", "runId": run_id, "status": "running", "stopReason": None, "durationMs": None}
+    assert start == {
+        "type": "run",
+        "runId": run_id,
+        "status": "running",
+        "stopReason": None,
+        "durationMs": None,
+    }
     assert (end["runId"], end["status"], end["stopReason"]) == (run_id, "completed", "end_turn")
     assert isinstance(end["durationMs"], int) and end["durationMs"] >= 0
 
@@ -114,7 +123,9 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
             assert raw["jsonrpc"] == "2.0" and raw["method"] == "session/update", m
             update = raw["params"]["update"]
             expected = {
-                "thought": "agent_thought_chunk", "text": "agent_message_chunk", "plan": "plan",
+                "thought": "agent_thought_chunk",
+                "text": "agent_message_chunk",
+                "plan": "plan",
                 "usage": "usage_update",
             }.get(c["type"])
             if c["type"] == "tool":
@@ -131,13 +142,21 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
 def test_turn_with_tools_counts_steps_and_failures(client: TestClient, demo_repo_id: str) -> None:
     session = create_session(client, demo_repo_id)
     run_id = prompt(client, session["id"], "tools 4")
-    assert wait_for_message(client, session["id"], run_ended(run_id))["content"]["status"] == "completed"
+    assert (
+        wait_for_message(client, session["id"], run_ended(run_id))["content"]["status"]
+        == "completed"
+    )
     tools = [m for m in messages(client, session["id"], type="tool")]
     final: dict[str, dict[str, Any]] = {}
     for m in tools:
         final[m["content"]["toolCallId"]] = m
     assert list(final) == ["call_1", "call_2", "call_3", "call_4"]
-    assert [final[k]["content"]["status"] for k in final] == ["completed", "completed", "error", "completed"]
+    assert [final[k]["content"]["status"] for k in final] == [
+        "completed",
+        "completed",
+        "error",
+        "completed",
+    ]
     assert final["call_3"]["content"]["result"] == {"error": "tool 3 failed"}
     assert final["call_1"]["content"]["args"] == {"k": 1}
     assert [final[k]["stepNumber"] for k in final] == [1, 2, 3, 4]
@@ -154,7 +173,10 @@ def test_two_turns_continue_the_sequence(client: TestClient, demo_repo_id: str) 
     assert [m["seq"] for m in stored] == list(range(1, len(stored) + 1))
     assert {m["runId"] for m in stored[count:]} == {second}
     assert stored[count]["content"] == {"type": "text", "text": "two"}
-    whole = [m["content"]["text"] for m in stored if m["role"] == "agent" and m["content"]["type"] == "text"
-             and not m["content"]["partial"]]
+    whole = [
+        m["content"]["text"]
+        for m in stored
+        if m["role"] == "agent" and m["content"]["type"] == "text" and not m["content"]["partial"]
+    ]
     assert len(whole) == 2 and "You said: two" in whole[1]
     assert client.get(f"/api/sessions/{session['id']}").json()["lastSeq"] == stored[-1]["seq"]

@@ -45,8 +45,12 @@ def is_run_end(run_id: str | None = None) -> Callable[[Frame], bool]:
         if frame["type"] != "message":
             return False
         content = frame["message"]["content"]
-        return (content["type"] == "run" and content["status"] != "running"
-                and (run_id is None or content["runId"] == run_id))
+        return (
+            content["type"] == "run"
+            and content["status"] != "running"
+            and (run_id is None or content["runId"] == run_id)
+        )
+
     return match
 
 
@@ -154,8 +158,14 @@ def test_prompt_and_cancel_commands(client: TestClient, demo_repo_id: str) -> No
         error, _ = reply_to(ws, {"type": "prompt", "text": "", "id": 7}, 7)
         assert (error["type"], error["error"]["code"]) == ("error", "validation_error")
 
-        receive_until(ws, lambda f: f["type"] == "message" and f["message"]["role"] == "agent"
-                      and f["message"]["content"]["type"] == "text")  # the agent's turn has begun
+        receive_until(
+            ws,
+            lambda f: (
+                f["type"] == "message"
+                and f["message"]["role"] == "agent"
+                and f["message"]["content"]["type"] == "text"
+            ),
+        )  # the agent's turn has begun
         ack, before = reply_to(ws, {"type": "cancel", "id": "c1"}, "c1")
         assert ack == {"type": "ack", "ref": "c1"}
         end = frames_to_run_end(ws, run_id, before)[-1]["message"]["content"]
@@ -164,7 +174,10 @@ def test_prompt_and_cancel_commands(client: TestClient, demo_repo_id: str) -> No
         # No id: the answer's ref is null.
         ack, before = reply_to(ws, {"type": "prompt", "text": "hi"}, None)
         assert ack["type"] == "ack" and ack["runId"] != run_id
-        assert frames_to_run_end(ws, ack["runId"], before)[-1]["message"]["content"]["status"] == "completed"
+        assert (
+            frames_to_run_end(ws, ack["runId"], before)[-1]["message"]["content"]["status"]
+            == "completed"
+        )
 
 
 @pytest.mark.parametrize(
@@ -174,7 +187,11 @@ def test_prompt_and_cancel_commands(client: TestClient, demo_repo_id: str) -> No
         ("[1, 2]", None, "validation_error"),
         ({"type": "dance", "id": "d1"}, "d1", "validation_error"),
         ({"id": "n1"}, "n1", "validation_error"),
-        ({"type": "permission", "requestId": UNKNOWN_ID, "optionId": "allow", "id": "q"}, "q", "permission_not_found"),
+        (
+            {"type": "permission", "requestId": UNKNOWN_ID, "optionId": "allow", "id": "q"},
+            "q",
+            "permission_not_found",
+        ),
         ({"type": "permission", "id": "q2"}, "q2", "validation_error"),
     ],
 )
@@ -197,7 +214,9 @@ def test_permission_command(client: TestClient, demo_repo_id: str, workspace_roo
     with client.websocket_connect(f"/ws/sessions/{session['id']}") as ws:
         open_stream(ws)
         started, _ = reply_to(ws, {"type": "prompt", "text": "write notes.txt hi", "id": "p"}, "p")
-        frames = receive_until(ws, lambda f: f["type"] == "message" and f["message"]["content"]["type"] == "permission")
+        frames = receive_until(
+            ws, lambda f: f["type"] == "message" and f["message"]["content"]["type"] == "permission"
+        )
         asked = frames[-1]["message"]["content"]
         assert asked["outcome"] is None
         command = {"type": "permission", "requestId": asked["requestId"], "optionId": "allow"}
@@ -207,8 +226,11 @@ def test_permission_command(client: TestClient, demo_repo_id: str, workspace_roo
         assert error["type"] == "error" and error["error"]["code"] == "permission_already_decided"
         seen = frames_to_run_end(ws, started["runId"], before + more)
         end = seen[-1]
-        decided = [f["message"]["content"] for f in seen
-                   if f["type"] == "message" and f["message"]["content"]["type"] == "permission"]
+        decided = [
+            f["message"]["content"]
+            for f in seen
+            if f["type"] == "message" and f["message"]["content"]["type"] == "permission"
+        ]
         assert decided[0]["outcome"] == {"outcome": "selected", "optionId": "allow"}
         assert end["message"]["content"]["status"] == "completed"
     assert (workspace_root / "demo" / "notes.txt").read_text() == "hi"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -44,7 +45,9 @@ async def tables(db: Database) -> set[str]:
 
 async def revision(db: Database) -> str | None:
     async with db.reader_engine.connect() as conn:
-        return await conn.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+        return await conn.run_sync(
+            lambda sync: MigrationContext.configure(sync).get_current_revision()
+        )
 
 
 async def test_upgrade_downgrade_upgrade(database: Database, db_path: Path) -> None:
@@ -56,7 +59,9 @@ async def test_upgrade_downgrade_upgrade(database: Database, db_path: Path) -> N
     assert head is not None
     # A real file, readable by anyone with sqlite3.
     with sqlite3.connect(db_path) as raw:
-        on_disk = {row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        on_disk = {
+            row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
     assert CORE_TABLES <= on_disk
 
     await upgrade(database)  # at head: nothing to do, nothing breaks
@@ -76,7 +81,11 @@ async def test_migrations_match_the_models(database: Database) -> None:
     await upgrade(database)
 
     def diff(sync: Any) -> list[Any]:
-        return list(compare_metadata(MigrationContext.configure(sync, opts={"compare_type": True}), Base.metadata))
+        return list(
+            compare_metadata(
+                MigrationContext.configure(sync, opts={"compare_type": True}), Base.metadata
+            )
+        )
 
     async with database.reader_engine.connect() as conn:
         differences = await conn.run_sync(diff)
@@ -86,10 +95,12 @@ async def test_migrations_match_the_models(database: Database) -> None:
 async def test_data_survives_an_upgrade_at_head(database: Database) -> None:
     await upgrade(database)
     async with database.write() as db, db.begin():
-        await db.execute(text(
-            "INSERT INTO repos (id, name, path, is_git_repo, created_at) "
-            "VALUES ('r1', 'demo', '/w/demo', 1, '2026-01-01 00:00:00.000000')"
-        ))
+        await db.execute(
+            text(
+                "INSERT INTO repos (id, name, path, is_git_repo, created_at) "
+                "VALUES ('r1', 'demo', '/w/demo', 1, '2026-01-01 00:00:00.000000')"
+            )
+        )
     await upgrade(database)
     async with database.read() as db:
         assert (await db.execute(text("SELECT name FROM repos"))).scalar_one() == "demo"
@@ -119,17 +130,22 @@ async def test_foreign_keys_are_enforced(database: Database) -> None:
     await upgrade(database)
     with pytest.raises(IntegrityError, match="FOREIGN KEY"):
         async with database.write() as db, db.begin():
-            await db.execute(text(
-                "INSERT INTO sessions (id, repo_id, agent_id, status, created_at, updated_at, "
-                "last_activity_at, last_seq, needs_context, metadata) VALUES ('s1', 'no-such-repo', "
-                "'default', 'active', '2026-01-01', '2026-01-01', '2026-01-01', 0, 0, '{}')"
-            ))
+            await db.execute(
+                text(
+                    "INSERT INTO sessions (id, repo_id, agent_id, status, created_at, updated_at, "
+                    "last_activity_at, last_seq, needs_context, metadata) VALUES ('s1', "
+                    "'no-such-repo', "
+                    "'default', 'active', '2026-01-01', '2026-01-01', '2026-01-01', 0, 0, '{}')"
+                )
+            )
 
 
 # -- BEGIN IMMEDIATE ------------------------------------------------------------------------
 
 
-async def test_writer_transactions_take_the_write_lock_at_begin(database: Database, db_path: Path) -> None:
+async def test_writer_transactions_take_the_write_lock_at_begin(
+    database: Database, db_path: Path
+) -> None:
     """A writer holds the lock from BEGIN, before it wrote anything: another connection
     cannot start a write meanwhile (a deferred BEGIN would have let it)."""
     await upgrade(database)
@@ -155,11 +171,15 @@ async def read_modify_write(db: Database, times: int) -> None:
     for _ in range(times):
         async with db.write() as session, session.begin():
             value = (await session.execute(text("SELECT n FROM counter"))).scalar_one()
-            await anyio.sleep(0)  # let the other writer run between the read and the write
+            await (
+                anyio.lowlevel.checkpoint()
+            )  # let the other writer run between the read and the write
             await session.execute(text("UPDATE counter SET n = :n"), {"n": value + 1})
 
 
-async def test_two_concurrent_writers_never_see_database_is_locked(database: Database, db_path: Path) -> None:
+async def test_two_concurrent_writers_never_see_database_is_locked(
+    database: Database, db_path: Path
+) -> None:
     """Two engines on one file (as two server processes would be): read-then-write
     transactions interleave; with BEGIN IMMEDIATE none fails and no update is lost."""
     await upgrade(database)
@@ -177,7 +197,9 @@ async def test_two_concurrent_writers_never_see_database_is_locked(database: Dat
         assert (await db.execute(text("SELECT n FROM counter"))).scalar_one() == 30
 
 
-async def test_deferred_read_then_write_fails_without_immediate(database: Database, db_path: Path) -> None:
+async def test_deferred_read_then_write_fails_without_immediate(
+    database: Database, db_path: Path
+) -> None:
     """Why writers need IMMEDIATE: a deferred transaction that read before another
     connection committed cannot upgrade to a write (SQLITE_BUSY_SNAPSHOT), whatever the
     busy timeout."""

@@ -1,0 +1,310 @@
+"""Several server nodes sharing one PostgreSQL (scale-out).
+
+PostgreSQL is the coordination engine, nothing else:
+- every node registers itself in ``nodes`` and renews a heartbeat;
+- the node running a session's agent owns it through a ``session_owners`` row whose
+  lease its heartbeat renews; an expired lease is taken over (its running runs become
+  ``interrupted``) and released, so the next command starts the agent wherever it lands;
+- every commit NOTIFYs ``(node, session, first seq, last seq)``; every node LISTENs and
+  feeds its own viewers of sessions owned elsewhere *from the database*, so the stream
+  keeps its guarantees (stored before visible, no gap, no duplicate);
+- commands for a session owned by another live node are forwarded to it over HTTP.
+
+With SQLite the cluster is disabled: one node owns everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from collections import deque
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import asyncpg
+import httpx
+from anyio.abc import TaskStatus
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.settings import Settings
+from server.stream.broker import Broker
+from server.stream.frames import message_frame
+from store import Database, Node, Run, SessionOwner, utcnow
+from store import messages as message_store
+
+__all__ = ["CHANNEL", "Cluster", "command_target"]
+
+log = logging.getLogger("agent_sessions.cluster")
+
+CHANNEL = "agent_sessions"
+FORWARDED = "x-agent-sessions-forwarded"
+SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
+_UUID = "[0-9a-fA-F-]{36}"
+_SESSION_COMMAND = re.compile(
+    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+)?$"
+)
+_RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
+
+
+class Cluster:
+    def __init__(self, settings: Settings, database: Database, broker: Broker) -> None:
+        self.enabled = database.dialect == "postgresql"
+        self.db = database
+        self.broker = broker
+        self.node_id = settings.node_id or f"{socket.gethostname()}-{settings.port}"
+        self.url = (settings.node_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+        self.lease = timedelta(seconds=settings.lease_seconds)
+        self.secret = settings.cluster_secret
+        self._published: dict[str, int] = {}
+        self._notes: deque[tuple[str, int, int]] = deque()
+        self._wake = anyio.Event()
+        self._http: httpx.AsyncClient | None = None
+        # Set by the hub: interrupt the runs of a session whose owner died.
+        self.recover_sessions: Callable[[set[str]], Awaitable[None]] | None = None
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        if not self.enabled:
+            task_status.started()
+            return
+        await self._register()
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=5))
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._listen)
+                tg.start_soon(self._deliver_loop)
+                tg.start_soon(self._heartbeat_loop)
+                log.info(
+                    "node registered",
+                    extra={"event": "node_registered", "node_id": self.node_id, "url": self.url},
+                )
+                task_status.started()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._http.aclose()
+
+    async def _register(self) -> None:
+        now = utcnow()
+        async with self.db.write() as db, db.begin():
+            stmt = pg_insert(Node).values(
+                id=self.node_id, url=self.url, started_at=now, heartbeat_at=now
+            )
+            await db.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[Node.id],
+                    set_={"url": self.url, "started_at": now, "heartbeat_at": now},
+                )
+            )
+
+    # -- ownership ---------------------------------------------------------------------
+
+    async def claim(self, session_id: str) -> str | None:
+        """Own ``session_id`` (None) unless another node holds a valid lease (its URL)."""
+        if not self.enabled:
+            return None
+        now = utcnow()
+        async with self.db.write() as db, db.begin():
+            stmt = pg_insert(SessionOwner).values(
+                session_id=session_id, node_id=self.node_id, lease_until=now + self.lease
+            )
+            claim = stmt.on_conflict_do_update(
+                index_elements=[SessionOwner.session_id],
+                set_={"node_id": self.node_id, "lease_until": now + self.lease},
+                where=(SessionOwner.lease_until < now) | (SessionOwner.node_id == self.node_id),
+            ).returning(SessionOwner.node_id)
+            if (await db.execute(claim)).first() is not None:
+                return None
+            return await self._owner_url(db, session_id) or "unknown"
+
+    async def owner_url(self, session_id: str) -> str | None:
+        """The URL of another node holding a valid lease on the session, else None."""
+        if not self.enabled:
+            return None
+        async with self.db.read() as db:
+            return await self._owner_url(db, session_id)
+
+    async def _owner_url(self, db: AsyncSession, session_id: str) -> str | None:
+        row = (
+            await db.execute(
+                select(SessionOwner.node_id, Node.url)
+                .join(Node, Node.id == SessionOwner.node_id)
+                .where(
+                    SessionOwner.session_id == session_id,
+                    SessionOwner.lease_until >= utcnow(),
+                    SessionOwner.node_id != self.node_id,
+                )
+            )
+        ).first()
+        return None if row is None else str(row.url)
+
+    async def release(self, session_id: str) -> None:
+        if not self.enabled:
+            return
+        with anyio.CancelScope(shield=True):
+            async with self.db.write() as db, db.begin():
+                await db.execute(
+                    delete(SessionOwner).where(
+                        SessionOwner.session_id == session_id, SessionOwner.node_id == self.node_id
+                    )
+                )
+
+    async def session_of_run(self, run_id: str) -> str | None:
+        async with self.db.read() as db:
+            return (
+                await db.execute(select(Run.session_id).where(Run.id == run_id))
+            ).scalar_one_or_none()
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.lease.total_seconds() / 3
+        while True:
+            try:
+                await self._heartbeat()
+                await self._take_over_expired()
+            except Exception:
+                log.exception("heartbeat failed")
+            await anyio.sleep(interval)
+
+    async def _heartbeat(self) -> None:
+        now = utcnow()
+        async with self.db.write() as db, db.begin():
+            await db.execute(
+                update(SessionOwner)
+                .where(SessionOwner.node_id == self.node_id)
+                .values(lease_until=now + self.lease)
+            )
+            await db.execute(update(Node).where(Node.id == self.node_id).values(heartbeat_at=now))
+
+    async def _take_over_expired(self) -> None:
+        """Claim sessions whose owner stopped renewing, interrupt their runs, release them."""
+        now = utcnow()
+        async with self.db.write() as db, db.begin():
+            expired = (
+                await db.execute(
+                    select(SessionOwner.session_id, SessionOwner.node_id)
+                    .where(SessionOwner.lease_until < now)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            if not expired:
+                return
+            ids = [row.session_id for row in expired]
+            await db.execute(
+                update(SessionOwner)
+                .where(SessionOwner.session_id.in_(ids))
+                .values(node_id=self.node_id, lease_until=now + self.lease)
+            )
+        log.warning(
+            "took over sessions of a node whose lease expired",
+            extra={
+                "event": "lease_takeover",
+                "sessions": ids,
+                "from": sorted({r.node_id for r in expired}),
+            },
+        )
+        if self.recover_sessions is not None:
+            await self.recover_sessions(set(ids))
+        for session_id in ids:
+            await self.release(session_id)
+
+    # -- fan-out across nodes ----------------------------------------------------------
+
+    async def notify(self, db: AsyncSession, spans: dict[str, tuple[int, int]]) -> None:
+        """Inside the writer's transaction: announce (session, first, last) on commit."""
+        for session_id, (first, last) in spans.items():
+            payload = f"{self.node_id} {session_id} {first} {last}"
+            await db.execute(
+                text("SELECT pg_notify(:channel, :payload)"),
+                {"channel": CHANNEL, "payload": payload},
+            )
+
+    async def _listen(self, *, task_status: TaskStatus[None]) -> None:
+        url = self.db.url.replace("postgresql+asyncpg://", "postgresql://")
+        started = False
+        while True:
+            conn = await asyncpg.connect(url)
+            lost = anyio.Event()
+            conn.add_termination_listener(lambda _c, lost=lost: lost.set())
+            await conn.add_listener(CHANNEL, self._on_notification)
+            if not started:
+                task_status.started()
+                started = True
+            try:
+                await lost.wait()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if not conn.is_closed():
+                        await conn.close()
+            log.warning("LISTEN connection lost; viewers of remote sessions will reconnect")
+            self._drop_remote_viewers()
+
+    def _on_notification(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        node, session_id, first, last = payload.split(" ")
+        if node != self.node_id and self.broker.has_subscribers(session_id):
+            self._notes.append((session_id, int(first), int(last)))
+            self._wake.set()
+
+    async def _deliver_loop(self) -> None:
+        while True:
+            if not self._notes:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                continue
+            session_id, first, last = self._notes.popleft()
+            cursor = self._published.get(session_id, first - 1)
+            if last <= cursor:
+                continue
+            async with self.db.read() as db:
+                rows = await message_store.list_messages(
+                    db, session_id, message_store.MessageFilter(after=cursor, upto=last), limit=None
+                )
+            frames = [(m.seq, message_frame(m)) for m in rows]
+            self.broker.publish(session_id, frames)
+            self._published[session_id] = last
+
+    def _drop_remote_viewers(self) -> None:
+        self._published.clear()
+        self.broker.close_all(reason="behind")
+
+    # -- forwarding commands -----------------------------------------------------------
+
+    def forwarded_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        out = {
+            k: v
+            for k, v in headers.items()
+            if k.lower() in ("authorization", "content-type", "x-request-id")
+        }
+        out[FORWARDED] = self.node_id
+        if self.secret:
+            out[SECRET] = self.secret
+        return out
+
+    async def forward(
+        self, owner: str, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> httpx.Response:
+        assert self._http is not None
+        url = f"{owner}{path}" + (f"?{query}" if query else "")
+        return await self._http.request(
+            method, url, headers=self.forwarded_headers(headers), content=body
+        )
+
+    def is_forwarded(self, headers: Any) -> bool:
+        if headers.get(FORWARDED) is None:
+            return False
+        return not self.secret or headers.get(SECRET) == self.secret
+
+
+async def command_target(cluster: Cluster, method: str, path: str) -> str | None:
+    """The session a forwardable command (by method and path) is about, else None."""
+    match = _SESSION_COMMAND.match(path)
+    if match and (match.group(2) or method == "DELETE"):
+        return match.group(1).lower()
+    match = _RUN_RESUME.match(path)
+    if match:
+        return await cluster.session_of_run(match.group(1).lower())
+    return None

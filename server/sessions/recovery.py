@@ -1,0 +1,114 @@
+"""Startup recovery and lease takeover: the runs of sessions whose agent is gone become
+``interrupted`` and their pending permissions ``cancelled``, each with the messages that
+say so; the sessions stay active and restart their agent on the next prompt."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from server.stream.writer import Draft
+from store import permissions as permission_store
+from store import runs as run_store
+from store import sessions as session_store
+from store import utcnow
+
+if TYPE_CHECKING:
+    from server.sessions.hub import Hub
+
+__all__ = ["recover_sessions", "status_draft"]
+
+log = logging.getLogger("agent_sessions.hub")
+
+
+def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None) -> Draft:
+    """A session status change, as a message."""
+    return Draft(
+        "system", {"type": "status", "status": status, "reason": reason, "detail": detail or {}}
+    )
+
+
+async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
+    """Interrupt the running runs and cancel the pending permissions of sessions
+    whose agent is gone: all of them at start (``only`` None), or those ``only``."""
+    now = utcnow()
+    async with hub.db.read() as db:
+        runs = list(await run_store.runs_with_status(db, "running"))
+        pending = list(await permission_store.pending_permissions(db))
+    if only is not None:
+        runs = [r for r in runs if r.session_id in only]
+        pending = [p for p in pending if p.session_id in only]
+    elif hub.cluster.enabled:
+        owned = {
+            sid
+            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+            if await hub.cluster.owner_url(sid) is not None
+        }
+        runs = [r for r in runs if r.session_id not in owned]
+        pending = [p for p in pending if p.session_id not in owned]
+    async with hub.db.read() as db:
+        sessions = {
+            sid: await session_store.get_session(db, sid)
+            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+        }
+    for sid, record in sessions.items():
+        if record is not None:
+            hub.writer.open_session(sid, record.last_seq)
+    for permission in pending:
+        outcome = {"outcome": "cancelled"}
+        content = {
+            "type": "permission",
+            "requestId": permission.id,
+            "toolCallId": permission.tool_call_id,
+            "tool": None,
+            "options": permission.options,
+            "outcome": outcome,
+            "reason": "server_restarted",
+        }
+
+        async def decide(
+            db: Any, request_id: str = permission.id, outcome: dict[str, str] = outcome
+        ) -> None:
+            await permission_store.decide_permission(db, request_id, outcome, now)
+
+        hub.writer.submit(
+            permission.session_id, [Draft("system", content, run_id=permission.run_id)], [decide]
+        )
+    for run in runs:
+        duration = int((now - run.created_at).total_seconds() * 1000)
+        drafts = [
+            Draft(
+                "system",
+                {
+                    "type": "run",
+                    "runId": run.id,
+                    "status": "interrupted",
+                    "stopReason": None,
+                    "durationMs": duration,
+                },
+                run_id=run.id,
+                step_number=run.step_count,
+            ),
+            status_draft("active", "server_restarted", {"runId": run.id}),
+        ]
+
+        async def interrupt(
+            db: Any, run_id: str = run.id, session_id: str = run.session_id, d: int = duration
+        ) -> None:
+            await run_store.update_run(
+                db,
+                run_id,
+                status="interrupted",
+                completed_at=now,
+                duration_ms=d,
+                error_message="the server stopped during this run",
+            )
+            await session_store.update_session(db, session_id, active_run_id=None)
+
+        hub.writer.submit(run.session_id, drafts, [interrupt])
+    await hub.writer.submit(None).wait()
+    if runs or pending:
+        log.warning(
+            "recovered after an unclean stop",
+            extra={"event": "recovered", "runs": len(runs), "permissions": len(pending)},
+        )

@@ -1,0 +1,149 @@
+"""ACP ``session/update`` payloads → typed message contents (API.md, Messages).
+
+Pure and synchronous: a ``Translator`` per live session keeps the open text (or thought)
+being streamed and the merged state of each tool call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Output", "Translator", "block_text", "tool_status"]
+
+_CHUNK_TYPES = {"agent_message_chunk": "text", "agent_thought_chunk": "thought"}
+_TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput")
+
+
+def block_text(block: Any) -> str:
+    """The text of a ContentBlock; a short marker for non-text blocks."""
+    if not isinstance(block, dict):
+        return ""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text") or "")
+    if kind == "resource_link":
+        return f"[{block.get('name') or block.get('uri')}]"
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        return str(resource.get("text") or f"[{resource.get('uri')}]")
+    return f"[{kind}]"
+
+
+def tool_status(acp_status: str | None) -> str:
+    """ACP ToolCallStatus → our status (``failed`` becomes ``error``)."""
+    if acp_status == "failed":
+        return "error"
+    if acp_status in ("pending", "in_progress", "completed", "cancelled"):
+        return acp_status
+    return "pending"
+
+
+@dataclass
+class Output:
+    """One message to store (role + content), with the frame it came from."""
+
+    role: str
+    content: dict[str, Any]
+    raw: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolState:
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def merge(self, update: dict[str, Any]) -> None:
+        for name in _TOOL_FIELDS:
+            if name in update and update[name] is not None:
+                self.fields[name] = update[name]
+
+    def content(self, tool_call_id: str) -> dict[str, Any]:
+        f = self.fields
+        result = f.get("rawOutput")
+        if result is None and f.get("status") in ("completed", "failed"):
+            result = f.get("content")
+        return {
+            "type": "tool",
+            "toolCallId": tool_call_id,
+            "tool": f.get("title"),
+            "kind": f.get("kind", "other"),
+            "status": tool_status(f.get("status")),
+            "args": f.get("rawInput"),
+            "result": result,
+            "locations": f.get("locations") or [],
+            "content": f.get("content") or [],
+        }
+
+
+class Translator:
+    """Turns updates into outputs, closing streamed text when something else arrives."""
+
+    def __init__(self) -> None:
+        self._open_type: str | None = None
+        self._open_id: Any = None
+        self._parts: list[str] = []
+        self.tools: dict[str, ToolState] = {}
+        self.last_text = ""
+
+    def flush(self) -> list[Output]:
+        """Close the open text or thought: the one message with the whole text."""
+        if self._open_type is None:
+            return []
+        text = "".join(self._parts)
+        out = Output("agent", {"type": self._open_type, "text": text, "partial": False})
+        if self._open_type == "text":
+            self.last_text = text
+        self._open_type, self._open_id, self._parts = None, None, []
+        return [out]
+
+    def translate(self, update: dict[str, Any], raw: dict[str, Any] | None) -> list[Output]:
+        kind = update.get("sessionUpdate")
+        chunk_type = _CHUNK_TYPES.get(str(kind))
+        if chunk_type is not None:
+            return self._chunk(chunk_type, update, raw)
+        out = self.flush()
+        if kind == "plan":
+            entries = update.get("entries") or []
+            out.append(Output("system", {"type": "plan", "steps": entries}, raw))
+        elif kind in ("tool_call", "tool_call_update"):
+            call_id = str(update.get("toolCallId", ""))
+            out.append(Output("system", self.merge_tool(call_id, update), raw))
+        elif kind == "usage_update":
+            content = {
+                "type": "usage",
+                "used": update.get("used"),
+                "size": update.get("size"),
+                "cost": update.get("cost"),
+            }
+            out.append(Output("system", content, raw))
+        else:
+            data = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            out.append(
+                Output("system", {"type": "update", "sessionUpdate": kind, "data": data}, raw)
+            )
+        return out
+
+    def merge_tool(self, call_id: str, update: dict[str, Any]) -> dict[str, Any]:
+        state = self.tools.setdefault(call_id, ToolState())
+        state.merge(update)
+        return state.content(call_id)
+
+    def _chunk(self, kind: str, update: dict[str, Any], raw: dict[str, Any] | None) -> list[Output]:
+        out: list[Output] = []
+        message_id = update.get("messageId")
+        if self._open_type is not None and (
+            self._open_type != kind or (message_id is not None and message_id != self._open_id)
+        ):
+            out = self.flush()
+        text = block_text(update.get("content"))
+        self._open_type, self._open_id = kind, message_id
+        self._parts.append(text)
+        out.append(Output("agent", {"type": kind, "text": text, "partial": True}, raw))
+        return out
+
+    def unfinished_tools(self) -> list[str]:
+        return [
+            call_id
+            for call_id, state in self.tools.items()
+            if tool_status(state.fields.get("status")) in ("pending", "in_progress")
+        ]

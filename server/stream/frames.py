@@ -1,0 +1,66 @@
+"""Every frame a viewer receives is built here: the Message shape of API.md and the
+WebSocket envelopes around it (``message``, ``hello``, ``ack``, ``error``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from store import Message
+
+__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view"]
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    text = value.isoformat(timespec="milliseconds")  # UTC from the store; half strftime's cost
+    return text[:-6] + "Z" if text.endswith("+00:00") else text + "Z"
+
+
+def message_view(message: Message | dict[str, Any], *, raw: bool = False) -> dict[str, Any]:
+    row = message if isinstance(message, dict) else _message_row(message)
+    view = {
+        "id": row["id"],
+        "sessionId": row["session_id"],
+        "runId": row["run_id"],
+        "seq": row["seq"],
+        "role": row["role"],
+        "content": row["content"],
+        "stepNumber": row["step_number"],
+        "timestamp": iso(row["created_at"]),
+    }
+    if raw:
+        view["raw"] = row["raw"]
+        view["dropped"] = row["dropped"]
+    return view
+
+
+def _message_row(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "session_id": message.session_id,
+        "run_id": message.run_id,
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "step_number": message.step_number,
+        "created_at": message.created_at,
+        "raw": message.raw,
+        "dropped": message.dropped,
+    }
+
+
+def message_frame(message: Message | dict[str, Any]) -> str:
+    """The ``message`` frame for one stored message, encoded once for every viewer."""
+    return orjson.dumps({"type": "message", "message": message_view(message)}).decode()
+
+
+def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:
+    return {"type": "ack", "ref": ref, **extra}
+
+
+def error_frame(ref: Any, code: Any, message: Any) -> dict[str, Any]:
+    return {"type": "error", "ref": ref, "error": {"code": code, "message": message}}

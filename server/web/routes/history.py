@@ -1,0 +1,104 @@
+"""History routes: transcript, fork, rewind, export (NDJSON) and import (NDJSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from server.sessions import history
+from server.web.errors import ApiError
+from server.web.jsonresp import JSONResponse
+from server.web.requests import (
+    check_uuid,
+    query_int,
+    read_body,
+    read_json,
+    require_str,
+    uuid_param,
+)
+from server.web.routes.sessions import session_json
+from server.web.state import app_state
+
+__all__ = ["routes"]
+
+NDJSON = "application/x-ndjson"
+IMPORT_TYPES = (NDJSON, "application/ndjson", "application/jsonl", "application/json")
+
+
+def _seq_field(body: dict[str, Any], name: str, *, required: bool) -> int | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise ApiError.validation(f"{name} is required.", field=name)
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ApiError.validation(f"{name} must be an integer.", field=name)
+    return value
+
+
+async def transcript(request: Request) -> Response:
+    state = app_state(request)
+    session_id = uuid_param(request, "session_id")
+    upto = query_int(request, "uptoSeq", None, minimum=0)
+    messages = await history.session_transcript(state.hub, session_id, upto)
+    return JSONResponse({"messages": messages})
+
+
+async def fork(request: Request) -> Response:
+    state = app_state(request)
+    session_id = uuid_param(request, "session_id")
+    await state.hub.get_record(session_id)
+    body = await read_json(request, state.settings.max_body_bytes, allow_empty=True)
+    upto = _seq_field(body, "uptoSeq", required=False)
+    title = require_str(body, "title", optional=True, nonempty=False)
+    record = await history.fork_session(state.hub, session_id, upto, title)
+    return JSONResponse(await session_json(state, record), status_code=201)
+
+
+async def rewind(request: Request) -> Response:
+    state = app_state(request)
+    session_id = uuid_param(request, "session_id")
+    await state.hub.get_record(session_id)
+    body = await read_json(request, state.settings.max_body_bytes)
+    to_seq = _seq_field(body, "toSeq", required=True)
+    assert to_seq is not None
+    record, _dropped = await history.rewind_session(state.hub, session_id, to_seq)
+    return JSONResponse(await session_json(state, record))
+
+
+async def export(request: Request) -> Response:
+    state = app_state(request)
+    record = await state.hub.get_record(uuid_param(request, "session_id"))
+    headers = {"Content-Disposition": f'attachment; filename="session-{record.id}.ndjson"'}
+    return StreamingResponse(
+        history.export_lines(state.hub, record), media_type=NDJSON, headers=headers
+    )
+
+
+async def import_session(request: Request) -> Response:
+    state = app_state(request)
+    body = await read_body(request, state.settings.max_body_bytes)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in IMPORT_TYPES:
+        raise ApiError(
+            400, "invalid_json", f"Send the archive as {NDJSON} (one JSON object per line)."
+        )
+    repo_id = request.query_params.get("repoId") or None
+    if repo_id is not None:
+        repo_id = check_uuid(repo_id, "repoId")
+    agent_id = request.query_params.get("agentId") or None
+    archive = history.parse_archive(body)
+    record = await history.import_archive(state.hub, archive, repo_id, agent_id)
+    return JSONResponse(await session_json(state, record), status_code=201)
+
+
+routes = [
+    Route("/api/sessions/import", import_session, methods=["POST"]),
+    Route("/api/sessions/{session_id}/transcript", transcript, methods=["GET"]),
+    Route("/api/sessions/{session_id}/fork", fork, methods=["POST"]),
+    Route("/api/sessions/{session_id}/rewind", rewind, methods=["POST"]),
+    Route("/api/sessions/{session_id}/export", export, methods=["GET"]),
+]

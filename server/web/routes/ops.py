@@ -1,0 +1,45 @@
+"""Operations: health, readiness, metrics, and the configured agents."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from server import metrics
+from server.web.errors import error_response
+from server.web.jsonresp import JSONResponse
+from server.web.state import app_state
+
+
+async def healthz(_request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    try:
+        async with app_state(request).db.read() as db:
+            await db.execute(text("SELECT 1"))
+    except Exception:  # noqa: BLE001 - any failure means not ready
+        return error_response(503, "not_ready", "The database does not answer.")
+    return JSONResponse({"status": "ready"})
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    state = app_state(request)
+    metrics.VIEWERS.set(state.broker.viewer_count)
+    return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def list_agents(request: Request) -> Response:
+    agents = app_state(request).agents
+    return JSONResponse({"agents": [a.view() for a in agents.values()]})
+
+
+routes = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics_endpoint, methods=["GET"]),
+    Route("/api/agents", list_agents, methods=["GET"]),
+]

@@ -1,0 +1,125 @@
+"""Repositories: register, list, show, delete."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+from sqlalchemy import delete, select
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agent_bridge import PathOutsideWorkspace, Workspace, WorkspaceError
+from server.web.errors import ApiError
+from server.web.jsonresp import JSONResponse
+from server.web.requests import read_json, require_str, resource, uuid_param
+from server.web.state import app_state
+from server.web.views import repo_view
+from store import Repo, SessionRecord, utcnow
+from store import repos as repo_store
+
+log = logging.getLogger("agent_sessions.security")
+
+
+def resolve_repo_path(root: Path, raw: str) -> Path:
+    """The real directory a client names, inside the workspace root, or an ApiError."""
+    if "\x00" in raw:
+        log.warning(
+            "repository path refused",
+            extra={"event": "path_refused", "path": raw, "reason": "nul_byte"},
+        )
+        raise ApiError(
+            403, "path_outside_workspace", "The path contains a NUL byte.", {"path": raw}
+        )
+    try:
+        path = Workspace(root, context={"action": "register_repo"}).resolve(raw)
+    except PathOutsideWorkspace as exc:
+        raise ApiError(
+            403,
+            "path_outside_workspace",
+            "The path leads outside the workspace root.",
+            {"path": raw, "reason": exc.reason},
+        ) from None
+    except WorkspaceError as exc:
+        raise ApiError.validation("The path cannot be used.", path=raw, reason=exc.reason) from None
+    if not path.exists():
+        raise ApiError.validation("The path does not exist.", path=raw)
+    if not path.is_dir():
+        raise ApiError.validation("The path is not a directory.", path=raw)
+    return path
+
+
+async def register_repo(request: Request, path: Path, name: str | None) -> Repo:
+    state = app_state(request)
+    repo = Repo(
+        id=str(uuid.uuid4()),
+        name=name or path.name,
+        path=str(path),
+        is_git_repo=(path / ".git").exists(),
+        created_at=utcnow(),
+    )
+    async with state.db.write() as db, db.begin():
+        if await repo_store.get_repo_by_path(db, str(path)) is not None:
+            raise ApiError(
+                409,
+                "repo_already_registered",
+                "This directory is already registered.",
+                {"path": str(path)},
+            )
+        await repo_store.add_repo(db, repo)
+    return repo
+
+
+async def create_repo(request: Request) -> Response:
+    state = app_state(request)
+    body = await read_json(request, state.settings.max_body_bytes)
+    raw = require_str(body, "path")
+    name = require_str(body, "name", optional=True)
+    assert raw is not None
+    path = resolve_repo_path(state.settings.workspace_root, raw)
+    repo = await register_repo(request, path, name)
+    return JSONResponse(repo_view(repo), status_code=201)
+
+
+async def list_repos(request: Request) -> Response:
+    async with app_state(request).db.read() as db:
+        repos = await repo_store.list_repos(db)
+    return JSONResponse({"repos": [repo_view(r) for r in repos]})
+
+
+async def get_repo(request: Request) -> Response:
+    repo_id = uuid_param(request, "repo_id")
+    async with app_state(request).db.read() as db:
+        repo = await repo_store.get_repo(db, repo_id)
+    if repo is None:
+        raise ApiError.not_found("repo", repo_id)
+    return JSONResponse(repo_view(repo))
+
+
+async def delete_repo(request: Request) -> Response:
+    """Unregister; its finished sessions (and their logs) go with it."""
+    repo_id = uuid_param(request, "repo_id")
+    async with app_state(request).db.write() as db, db.begin():
+        repo = await repo_store.get_repo(db, repo_id)
+        if repo is None:
+            raise ApiError.not_found("repo", repo_id)
+        if await repo_store.count_active_sessions_of_repo(db, repo_id):
+            raise ApiError(
+                409, "repo_in_use", "The repository has active sessions; end them first."
+            )
+        ids = (
+            (await db.execute(select(SessionRecord.id).where(SessionRecord.repo_id == repo_id)))
+            .scalars()
+            .all()
+        )
+        if ids:
+            await db.execute(delete(SessionRecord).where(SessionRecord.id.in_(ids)))
+        await db.delete(repo)
+    return Response(status_code=204)
+
+
+routes = [
+    resource("/api/repos", GET=list_repos, POST=create_repo),
+    resource("/api/repos/{repo_id}", GET=get_repo, DELETE=delete_repo),
+]

@@ -1,0 +1,212 @@
+"""Sessions: create, list, show, prompt, cancel, complete, delete, messages, permissions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from server.web.errors import ApiError
+from server.web.jsonresp import JSONResponse
+from server.web.requests import (
+    check_uuid,
+    encode_cursor,
+    query_bool,
+    query_choice,
+    query_int,
+    query_list,
+    query_time,
+    read_json,
+    require_str,
+    resource,
+    session_id_param,
+    time_id_cursor,
+    uuid_param,
+)
+from server.web.state import AppState, app_state
+from server.web.views import message_view, session_view
+from store import SessionRecord
+from store import messages as message_store
+from store import repos as repo_store
+from store import sessions as session_store
+
+STATUSES = ("active", "completed", "cancelled", "error")
+ROLES = ("user", "agent", "system")
+TYPES = ("text", "thought", "plan", "tool", "permission", "status", "run", "usage", "update")
+
+
+async def session_json(
+    state: AppState, record: SessionRecord, *, messages: bool = False
+) -> dict[str, object]:
+    async with state.db.read() as db:
+        repo = await repo_store.get_repo(db, record.repo_id)
+        assert repo is not None
+        view = session_view(record, repo)
+        if messages:
+            rows = await message_store.list_messages(
+                db, record.id, message_store.MessageFilter(partial=False), limit=None
+            )
+            view["messages"] = [message_view(m) for m in rows]
+    return view
+
+
+def prompt_text(body: dict[str, object], limit: int) -> str:
+    text = require_str(body, "text")
+    assert text is not None
+    if len(text.encode()) > limit:
+        raise ApiError.too_large("prompt", limit)
+    return text
+
+
+async def create_session(request: Request) -> Response:
+    state = app_state(request)
+    body = await read_json(request, state.settings.max_body_bytes)
+    repo_id = check_uuid(require_str(body, "repoId") or "", "repoId")
+    agent_id = require_str(body, "agentId", optional=True)
+    title = require_str(body, "title", optional=True, nonempty=False)
+    parent = require_str(body, "parentRunId", optional=True)
+    if parent is not None:
+        parent = check_uuid(parent, "parentRunId")
+    record = await state.hub.create_session(repo_id, agent_id, title, parent)
+    await state.hub.start_new(record)
+    record = await state.hub.get_record(record.id)
+    return JSONResponse(await session_json(state, record), status_code=201)
+
+
+async def list_sessions(request: Request) -> Response:
+    state = app_state(request)
+    limit = query_int(request, "limit", 20, minimum=1, maximum=200)
+    offset = query_int(request, "offset", 0, minimum=0)
+    assert limit is not None and offset is not None
+    repo_id = request.query_params.get("repoId") or None
+    if repo_id:
+        repo_id = check_uuid(repo_id, "repoId")
+    where = session_store.SessionFilter(
+        repo_id=repo_id,
+        agent_id=request.query_params.get("agentId") or None,
+        statuses=query_list(request, "status", STATUSES),
+    )
+    before = time_id_cursor(request)
+    async with state.db.read() as db:
+        rows, total = await session_store.list_sessions(
+            db, where, limit=limit + 1, offset=offset, before=before
+        )
+        repos = {r.id: r for r in await repo_store.list_repos(db)}
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = (
+        encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
+    )
+    return JSONResponse(
+        {
+            "sessions": [session_view(r, repos[r.repo_id]) for r in rows],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "nextCursor": next_cursor,
+        }
+    )
+
+
+async def get_session(request: Request) -> Response:
+    state = app_state(request)
+    record = await state.hub.get_record(session_id_param(request))
+    return JSONResponse(await session_json(state, record, messages=True))
+
+
+async def prompt(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    await state.hub.get_record(session_id)
+    body = await read_json(request, state.settings.max_body_bytes)
+    text = prompt_text(body, state.settings.max_prompt_bytes)
+    run_id = await state.hub.prompt(session_id, text)
+    return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
+
+
+async def cancel(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    await state.hub.cancel(session_id)
+    return JSONResponse({"sessionId": session_id}, status_code=202)
+
+
+async def complete(request: Request) -> Response:
+    state = app_state(request)
+    record = await state.hub.end_session(session_id_param(request), "completed", "user_request")
+    return JSONResponse(await session_json(state, record))
+
+
+async def delete_session(request: Request) -> Response:
+    state = app_state(request)
+    record = await state.hub.end_session(session_id_param(request), "cancelled", "user_request")
+    return JSONResponse(await session_json(state, record))
+
+
+def shown_after(since: datetime | None) -> datetime | None:
+    """The stored-time bound for "timestamp strictly after ``since``". Timestamps are
+    shown to the millisecond, so a message is after ``since`` when it was stored at or
+    after the next whole millisecond: passing back a message's own timestamp never
+    returns that message (or its batch) again."""
+    if since is None:
+        return None
+    floor = since.replace(microsecond=since.microsecond // 1000 * 1000)
+    return floor + timedelta(microseconds=999)
+
+
+async def list_messages(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    await state.hub.get_record(session_id)
+    after = query_int(request, "after", 0, minimum=0)
+    limit = query_int(request, "limit", 500, minimum=1, maximum=5000)
+    assert after is not None and limit is not None
+    partial = query_bool(request, "partial")
+    raw = bool(query_bool(request, "raw"))
+    where = message_store.MessageFilter(
+        after=after,
+        since=shown_after(query_time(request, "since")),
+        role=query_choice(request, "role", ROLES),
+        type=query_choice(request, "type", TYPES),
+        partial=False if partial is False else None,
+    )
+    async with state.db.read() as db:
+        rows = await message_store.list_messages(db, session_id, where, limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return JSONResponse(
+        {
+            "messages": [message_view(m, raw=raw) for m in rows],
+            "nextAfter": rows[-1].seq if more and rows else None,
+        }
+    )
+
+
+async def answer_permission(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    request_id = uuid_param(request, "request_id")
+    body = await read_json(request, state.settings.max_body_bytes)
+    option_id = require_str(body, "optionId")
+    assert option_id is not None
+    await state.hub.answer_permission(session_id, request_id, option_id)
+    return JSONResponse(
+        {"requestId": request_id, "outcome": {"outcome": "selected", "optionId": option_id}}
+    )
+
+
+routes = [
+    resource("/api/sessions", GET=list_sessions, POST=create_session),
+    resource("/api/sessions/{session_id}", GET=get_session, DELETE=delete_session),
+    Route("/api/sessions/{session_id}/prompt", prompt, methods=["POST"]),
+    Route("/api/sessions/{session_id}/cancel", cancel, methods=["POST"]),
+    Route("/api/sessions/{session_id}/complete", complete, methods=["POST"]),
+    Route("/api/sessions/{session_id}/messages", list_messages, methods=["GET"]),
+    Route(
+        "/api/sessions/{session_id}/permissions/{request_id}", answer_permission, methods=["POST"]
+    ),
+]
+
+__all__ = ["routes"]

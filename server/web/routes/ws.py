@@ -1,0 +1,197 @@
+"""The WebSocket stream: hello → replay after the cursor → live, and client commands."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import orjson
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from server import metrics
+from server.stream.frames import ack_frame, error_frame, message_frame
+from server.web.errors import ApiError
+from server.web.jsonresp import dumps
+from server.web.routes.sessions import prompt_text, session_json
+from server.web.state import AppState, app_state
+from store import messages as message_store
+
+log = logging.getLogger("agent_sessions.ws")
+
+REPLAY_PAGE = 500
+CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
+CLOSE_BAD_REQUEST = 4400
+
+
+async def stream(websocket: WebSocket) -> None:
+    state = app_state(websocket)
+    await websocket.accept()  # token and Origin were checked by server.web.security's middlewares
+    try:
+        record = await state.hub.get_record(_uuid(websocket.path_params["session_id"]))
+        after = int(websocket.query_params.get("after", "0"))
+        if after < 0:
+            raise ValueError
+    except (ApiError, ValueError):
+        await websocket.close(CLOSE_NOT_FOUND, "unknown session")
+        return
+    if state.hub.shutting_down:
+        await websocket.close(1001, "server shutting down")
+        return
+    sub = state.broker.subscribe(record.id)
+    metrics.VIEWERS.inc()
+    try:
+        await websocket.send_text(
+            dumps(
+                {
+                    "type": "hello",
+                    "session": await session_json(state, record),
+                    "lastSeq": record.last_seq,
+                }
+            )
+        )
+        cursor = await _replay(websocket, state, record.id, after)
+        await websocket.send_text('{"type":"live"}')
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_live, websocket, sub, cursor, tg.cancel_scope)
+            await _receive_commands(websocket, state, record.id)
+            tg.cancel_scope.cancel()
+    except WebSocketDisconnect:
+        pass
+    finally:
+        state.broker.unsubscribe(sub)
+        metrics.VIEWERS.dec()
+
+
+def _uuid(raw: str) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise ApiError.not_found("session", raw) from None
+
+
+async def _replay(websocket: WebSocket, state: AppState, session_id: str, after: int) -> int:
+    cursor = after
+    while True:
+        async with state.db.read() as db:
+            rows = await message_store.list_messages(
+                db, session_id, message_store.MessageFilter(after=cursor), limit=REPLAY_PAGE
+            )
+        for row in rows:
+            await websocket.send_text(message_frame(row))
+            cursor = row.seq
+        if len(rows) < REPLAY_PAGE:
+            return cursor
+
+
+async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.CancelScope) -> None:
+    try:
+        while True:
+            frames = await sub.wait_frames()
+            if not frames:
+                if sub.overflowed:
+                    await websocket.close(
+                        CLOSE_BEHIND, "too far behind; reconnect with after=<last seq>"
+                    )
+                else:
+                    await websocket.close(1001, "server shutting down")
+                break
+            for seq, frame in frames:
+                if seq > cursor:
+                    await websocket.send_text(frame)
+                    cursor = seq
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    scope.cancel()
+
+
+async def _receive_commands(websocket: WebSocket, state: AppState, session_id: str) -> None:
+    limit = state.settings.max_ws_message_bytes
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        data = message.get("text")
+        if data is None and message.get("bytes") is not None:
+            data = message["bytes"].decode("utf-8", "replace")
+        if data is None:
+            continue
+        if len(data.encode()) > limit:
+            await websocket.close(1009, "message too big")
+            return
+        reply = await _command(state, session_id, data)
+        await websocket.send_text(dumps(reply))
+
+
+async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
+    ref = None
+    try:
+        try:
+            command = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "invalid_json", "The frame is not valid JSON.") from None
+        if not isinstance(command, dict):
+            raise ApiError.validation("A command must be a JSON object.")
+        ref = command.get("id")
+        kind = command.get("type")
+        owner = await state.cluster.owner_url(session_id) if kind in _REST_PATHS else None
+        if owner is not None:
+            return await _forward(state, owner, session_id, command, ref)
+        if kind == "prompt":
+            text = prompt_text(command, state.settings.max_prompt_bytes)
+            run_id = await state.hub.prompt(session_id, text)
+            return ack_frame(ref, runId=run_id)
+        if kind == "cancel":
+            await state.hub.cancel(session_id)
+        elif kind == "permission":
+            request_id, option_id = command.get("requestId"), command.get("optionId")
+            if not isinstance(request_id, str) or not isinstance(option_id, str):
+                raise ApiError.validation("requestId and optionId are required strings.")
+            await state.hub.answer_permission(session_id, request_id, option_id)
+        else:
+            raise ApiError.validation(f"Unknown command type {kind!r}.")
+        return ack_frame(ref)
+    except ApiError as exc:
+        return error_frame(ref, exc.code, exc.message)
+
+
+_REST_PATHS = {"prompt": "prompt", "cancel": "cancel", "permission": "permissions/{requestId}"}
+
+
+async def _forward(
+    state: AppState, owner: str, session_id: str, command: dict[str, Any], ref: Any
+) -> dict[str, Any]:
+    """A command for a session another node runs: its REST twin, on that node."""
+    kind = command["type"]
+    if kind == "permission" and not isinstance(command.get("requestId"), str):
+        raise ApiError.validation("requestId and optionId are required strings.")
+    path = f"/api/sessions/{session_id}/" + _REST_PATHS[kind].format(
+        requestId=command.get("requestId")
+    )
+    body = (
+        {"text": command.get("text")} if kind == "prompt" else {"optionId": command.get("optionId")}
+    )
+    headers = {"content-type": "application/json"}
+    if state.settings.api_token:
+        headers["authorization"] = f"Bearer {state.settings.api_token}"
+    try:
+        answer = await state.cluster.forward(owner, "POST", path, "", headers, dumps(body).encode())
+    except Exception:  # noqa: BLE001 - any transport failure
+        raise ApiError(
+            503,
+            "owner_unavailable",
+            "The node running this session does not answer; retry shortly.",
+        ) from None
+    if answer.status_code < 300:
+        reply = ack_frame(ref)
+        if kind == "prompt":
+            reply["runId"] = answer.json().get("runId")
+        return reply
+    error = answer.json().get("error", {})
+    return error_frame(ref, error.get("code"), error.get("message"))
+
+
+routes = [WebSocketRoute("/ws/sessions/{session_id}", stream)]

@@ -1,0 +1,303 @@
+"""Who may reach the server and how much they may send: the bearer token, the Origin
+check, and the request body limit. Three small ASGI middlewares, so that every route is
+covered, also one added later or one that never reads its body.
+
+Policy (API.md, Security; the decisions API.md leaves open are marked *):
+
+- Token. With ``API_TOKEN`` set, ``/api/**``, ``/ws/**`` and ``/metrics`` (*: it counts
+  sessions and agents) need ``Authorization: Bearer <token>``; WebSocket handshakes may pass
+  ``?token=`` instead (browsers cannot set headers there; plain HTTP requests may not,
+  tokens in URLs end up in histories and proxy logs). Refusal: 401 with
+  ``WWW-Authenticate: Bearer`` and the error body; a WebSocket is accepted and closed
+  with 4401 before any data. Open (*): ``/healthz``, ``/readyz`` (a probe's yes/no),
+  ``/openapi.json`` (describes the public contract, nothing of the data) and the static
+  web UI (it holds no data; it asks the person for the token). Compared in constant time
+  (SHA-256 of both sides, so neither the content nor the length shows in the timing).
+- Origin. A WebSocket handshake, or an ``/api`` request, that carries an ``Origin`` must
+  name the server's own origin (the scheme the request came in on and its ``Host``) or one
+  of ``ALLOWED_ORIGINS``; otherwise 4403 / 403 ``forbidden_origin``. Browsers always send
+  ``Origin`` on WebSocket handshakes and on cross-site POST/DELETE, so a page on another
+  site can neither open the stream nor drive the API (*: the API check goes beyond
+  API.md's WebSocket rule; it stops form-style cross-site POSTs, which need no CORS
+  preflight). No ``Origin`` means a non-browser client: the token governs those. Matching
+  is on the serialized origin ``scheme://host:port``: scheme and host compare
+  case-insensitively and a default port equals no port (RFC 6454); anything else is a
+  different origin and refused: ``null``, other schemes (``https`` for an ``http`` server),
+  other ports, a trailing dot (``localhost.``), suffixes (``http://127.0.0.1:8000.evil.com``),
+  user info, paths, several Origin headers, and non-ASCII hosts. There is no CORS: the
+  server never sends ``Access-Control-Allow-Origin``.
+- Body limit. A request body over ``MAX_BODY_BYTES`` gets 413 ``payload_too_large``:
+  at once when its ``Content-Length`` says so, otherwise as soon as the bytes read pass
+  the limit (chunked bodies too). The body is read here, before routing, so a route that
+  never reads its body is covered as well; the app then gets it from memory.
+
+Every refusal is logged on ``agent_sessions.security`` as a security event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.settings import Settings
+from server.web.errors import error_response
+
+__all__ = [
+    "BodyLimitMiddleware",
+    "OriginMiddleware",
+    "TokenMiddleware",
+    "needs_token",
+    "normalize_origin",
+    "origin_allowed",
+    "token_ok",
+]
+
+log = logging.getLogger("agent_sessions.security")
+
+TOKEN_PREFIXES = ("/api", "/ws", "/metrics")
+ORIGIN_PREFIXES = ("/api", "/ws")
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_FORBIDDEN = 4403
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_ORIGIN = re.compile(
+    r"(?P<scheme>https?)://(?P<host>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])"
+    r"(?::(?P<port>[0-9]{1,5}))?",
+    re.ASCII,
+)
+
+
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def needs_token(path: str) -> bool:
+    """Whether a request for ``path`` needs the token (when one is configured)."""
+    return _under(path, TOKEN_PREFIXES)
+
+
+# -- token ----------------------------------------------------------------------------
+
+
+def _bearer(conn: HTTPConnection) -> bytes | None:
+    values = conn.headers.getlist("authorization")
+    if len(values) != 1:
+        return None
+    scheme, _, value = values[0].strip().partition(" ")
+    value = value.strip()
+    # Starlette decodes header bytes as latin-1: encoding back gives the bytes sent.
+    return value.encode("latin-1") if scheme.lower() == "bearer" and value else None
+
+
+def token_ok(conn: HTTPConnection, settings: Settings, *, allow_query: bool) -> bool:
+    """Constant-time check of the request's token (header, or ?token= for WebSockets)."""
+    if not settings.api_token:
+        return True
+    given = _bearer(conn)
+    if given is None and allow_query:
+        values = conn.query_params.getlist("token")
+        given = (
+            values[0].encode("utf-8", "surrogateescape") if len(values) == 1 and values[0] else None
+        )
+    if given is None:
+        return False
+    expected = settings.api_token.encode("utf-8")
+    return hmac.compare_digest(hashlib.sha256(given).digest(), hashlib.sha256(expected).digest())
+
+
+# -- origin ---------------------------------------------------------------------------
+
+
+def normalize_origin(value: str) -> str | None:
+    """``scheme://host:port`` in lower case with the port spelled out, or None when
+    ``value`` is not a plain http(s) origin."""
+    match = _ORIGIN.fullmatch(value.lower())
+    if match is None:
+        return None
+    scheme, host = match["scheme"], match["host"]
+    port = int(match["port"]) if match["port"] is not None else _DEFAULT_PORTS[scheme]
+    if not 0 < port < 65536:
+        return None
+    return f"{scheme}://{host}:{port}"
+
+
+def _own_origin(conn: HTTPConnection) -> str | None:
+    hosts = conn.headers.getlist("host")
+    if len(hosts) != 1:
+        return None
+    scheme = "https" if conn.url.scheme in ("https", "wss") else "http"
+    return normalize_origin(f"{scheme}://{hosts[0]}")
+
+
+def origin_allowed(conn: HTTPConnection, settings: Settings) -> bool:
+    """No Origin (not a browser), our own origin, or one listed in ALLOWED_ORIGINS."""
+    origins = conn.headers.getlist("origin")
+    if not origins:
+        return True
+    if len(origins) > 1:
+        return False
+    origin = normalize_origin(origins[0].strip(" \t"))  # optional whitespace (RFC 9110)
+    if origin is None:
+        return False
+    if origin == _own_origin(conn):
+        return True
+    return any(origin == normalize_origin(allowed) for allowed in settings.allowed_origins)
+
+
+# -- refusing -------------------------------------------------------------------------
+
+
+def _client(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+async def _close_websocket(receive: Receive, send: Send, code: int, reason: str) -> None:
+    """Accept the handshake, then close with ``code`` before any data frame."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+class TokenMiddleware:
+    """The bearer token on /api, /ws and /metrics (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if (
+            kind not in ("http", "websocket")
+            or not self.settings.api_token
+            or not needs_token(scope["path"])
+        ):
+            await self.app(scope, receive, send)
+            return
+        if token_ok(HTTPConnection(scope), self.settings, allow_query=kind == "websocket"):
+            await self.app(scope, receive, send)
+            return
+        log.warning(
+            "refused a request without a valid token",
+            extra={"event": "unauthorized", "path": scope["path"], "client": _client(scope)},
+        )
+        if kind == "websocket":
+            await _close_websocket(receive, send, CLOSE_UNAUTHORIZED, "unauthorized")
+            return
+        response = error_response(
+            401,
+            "unauthorized",
+            "A valid bearer token is required (Authorization: Bearer <token>).",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+class OriginMiddleware:
+    """Browsers' requests from other origins on /api (403) and /ws (4403)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or not _under(scope["path"], ORIGIN_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        conn = HTTPConnection(scope)
+        if origin_allowed(conn, self.settings):
+            await self.app(scope, receive, send)
+            return
+        origin = ", ".join(conn.headers.getlist("origin"))
+        log.warning(
+            "refused a request from a forbidden origin",
+            extra={
+                "event": "forbidden_origin",
+                "origin": origin,
+                "path": scope["path"],
+                "client": _client(scope),
+            },
+        )
+        if kind == "websocket":
+            await _close_websocket(receive, send, CLOSE_FORBIDDEN, "forbidden origin")
+            return
+        response = error_response(
+            403,
+            "forbidden_origin",
+            "Requests from this origin are not allowed.",
+            {"origin": origin},
+        )
+        await response(scope, receive, send)
+
+
+class BodyLimitMiddleware:
+    """413 for a body over ``MAX_BODY_BYTES``, declared or not (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.limit = settings.max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send, declared=True)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                await self.app(scope, _replay([message], receive), send)
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send, declared=False)
+                return
+            if not message.get("more_body", False):
+                break
+        first: Message = {"type": "http.request", "body": bytes(body), "more_body": False}
+        await self.app(scope, _replay([first], receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, declared: bool) -> None:
+        log.warning(
+            "refused a request body over the limit",
+            extra={
+                "event": "body_too_large",
+                "path": scope["path"],
+                "limit": self.limit,
+                "declared": declared,
+                "client": _client(scope),
+            },
+        )
+        response = error_response(
+            413,
+            "payload_too_large",
+            f"The request body is larger than {self.limit} bytes.",
+            {"limit": self.limit},
+            headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A receive that first returns ``messages``, then defers to ``receive``."""
+    queue = list(messages)
+
+    async def replay() -> Message:
+        if queue:
+            return queue.pop(0)
+        return await receive()
+
+    return replay
