@@ -176,8 +176,8 @@ def config_with(ids: dict[str, str], path: Path) -> Path:
     extra = f"""
 [[operations]]
 include-path-regex = '^/api/agent-runs/[{{]runId[}}]'
-parameters = {{ "path.runId" = "{ids["runId"]}", "path.callId" = "{ids["callId"]}", "
-""path.messageId" = "{ids["messageId"]}" }}
+parameters = {{ "path.runId" = "{ids["runId"]}", "path.callId" = "{ids["callId"]}", \
+"path.messageId" = "{ids["messageId"]}" }}
 """
     path.write_text(Path(__file__).with_name("schemathesis.toml").read_text() + extra)
     return path
