@@ -43,3 +43,18 @@ class AgentStartError(BridgeError):
         self.reason = reason
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
+
+    def last_stderr_lines(self, count: int = 5, width: int = 300) -> list[str]:
+        """The agent's last ``count`` non-blank stderr lines, each clipped to ``width``."""
+        lines = [line.rstrip() for line in self.stderr_tail.splitlines() if line.strip()]
+        return [line[:width] for line in lines[-count:]]
+
+    def describe(self) -> str:
+        """One message for a person: why, the exit code and what the agent last said."""
+        text = f"The agent could not start: {self.reason}"
+        if self.exit_code is not None and f"code {self.exit_code}" not in self.reason:
+            text += f" (exit code {self.exit_code})"
+        lines = self.last_stderr_lines()
+        if lines:
+            return text + ". Its last stderr lines:\n" + "\n".join(lines)
+        return text + ". It wrote nothing to stderr."

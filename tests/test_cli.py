@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.conftest import ROOT, LiveServer, free_port
+from tests.conftest import ROOT, LiveServer, free_port, make_git_repo
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 TOKEN = "s3cret-token"  # noqa: S105 - a test server's token
@@ -160,3 +160,19 @@ def test_token_from_the_environment_and_finished_sessions(
     assert finished.returncode == 1
     assert "is completed; it takes no prompts" in finished.stderr
     assert f"Continue from a copy: agent-sessions chat --copy {sid}" in finished.stderr
+
+
+def test_chat_on_a_path_not_registered_yet_registers_it_and_chats(
+    live_server: Callable[..., LiveServer],
+    workspace_root: Path,
+) -> None:
+    # Regression: the client died with a NameError (sys not imported) on this path.
+    server = live_server(AUTO_REGISTER_REPOS="false")
+    fresh = make_git_repo(workspace_root / "fresh")
+    chat = cli(server, "chat", "--repo", str(fresh), stdin="hello there\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert "NameError" not in chat.stderr
+    assert f"registered repository {fresh}" in chat.stderr
+    assert "agent: You said: hello there" in chat.stdout
+    repos = httpx.get(f"{server.url}/api/repos").json()["repos"]
+    assert [r["path"] for r in repos] == [str(fresh)]

@@ -9,7 +9,8 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ class Hub:
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
         self._locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
+        self._resuming: dict[str, anyio.Lock] = {}
         self._tg: TaskGroup | None = None
         self.shutting_down = False
         prefix = hashlib.sha1(database.url.encode()).hexdigest()[:12]  # noqa: S324 - a label
@@ -238,13 +240,16 @@ class Hub:
         return live
 
     async def _fail_start(self, record: SessionRecord, exc: AgentStartError) -> ApiError:
-        detail = {"exitCode": exc.exit_code, "stderrTail": exc.stderr_tail, "message": exc.reason}
+        detail = {
+            "exitCode": exc.exit_code,
+            "stderrTail": exc.stderr_tail,
+            "stderr": exc.last_stderr_lines(),
+            "message": exc.reason,
+        }
         await self._set_status(record.id, "error", "agent_start_failed", detail)
         await self.log_active_count("agent start failed", record.id)
         log.warning("agent start failed: %s", exc.reason, extra={"session_id": record.id})
-        return ApiError(
-            502, "agent_start_failed", f"The agent could not start: {exc.reason}.", detail
-        )
+        return ApiError(502, "agent_start_failed", exc.describe(), detail)
 
     async def _set_status(
         self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None
@@ -408,6 +413,19 @@ class Hub:
                 409, "session_not_active", f"The session is {record.status}; it takes no prompts."
             )
         return await self.ensure_live(record)
+
+    @asynccontextmanager
+    async def resuming(self, run_id: str) -> AsyncIterator[None]:
+        """One resume of a run at a time: the check that it was not resumed yet and the
+        commit of the run that resumes it happen under this lock, so of two racing resumes
+        one is accepted and the other sees ``resumedBy``."""
+        lock = self._resuming.setdefault(run_id, anyio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._resuming.pop(run_id, None)
 
     async def prompt(self, session_id: str, text: str, **turn: Any) -> str:
         live = await self.active_live(session_id)

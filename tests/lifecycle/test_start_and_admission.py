@@ -84,6 +84,9 @@ def test_start_failure_is_502_stored_as_error_and_frees_the_slot(
         assert error["details"]["exitCode"] == 2
         assert "cannot start (fail-start)" in error["details"]["stderrTail"]
         assert "code 2" in error["message"]
+        # The message itself says what the agent wrote last (API.md, 502), as does details.
+        assert "cannot start (fail-start)" in error["message"]
+        assert any("cannot start (fail-start)" in line for line in error["details"]["stderr"])
         sessions = client.get("/api/sessions", params={"status": "error"}).json()["sessions"]
         assert len(sessions) == 1
         status = [

@@ -335,3 +335,27 @@ def test_run_cut_by_a_crash_resumes_after_its_last_step(live_server: Callable[..
         assert ended["content"]["status"] == "completed"
         calls = http.get(f"/api/agent-runs/{resumed['id']}/tool-calls").json()["data"]
         assert [c["stepNumber"] for c in calls] == [2]
+
+
+def test_two_resumes_of_one_paused_run_at_once_one_wins(
+    make_settings: Callable[..., Any],
+) -> None:
+    """Racing resumes: exactly one is accepted; the other is 409 run_not_paused naming the
+    winner in resumedBy (not a second run, not turn_in_progress)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with TestClient(create_app(make_settings(AGENT_MAX_STEPS=2))) as client:
+        session = create_session(client, demo_repo(client))
+        for _ in range(3):
+            paused = finished_run(client, session["id"], prompt(client, session["id"], "tools 10"))
+            assert paused["status"] == "paused"
+            url = f"/api/agent-runs/{paused['id']}/resume"
+            with ThreadPoolExecutor(2) as pool:
+                answers = list(pool.map(lambda _: client.post(url, json={"text": "hi"}), range(2)))
+            accepted = [a.json() for a in answers if a.status_code == 202]
+            refusals = [a.json()["error"] for a in answers if a.status_code != 202]
+            assert len(accepted) == 1, [a.text for a in answers]
+            assert [(e["code"], e["details"].get("resumedBy")) for e in refusals] == [
+                ("run_not_paused", accepted[0]["id"])
+            ]
+            finished_run(client, session["id"], accepted[0]["id"])

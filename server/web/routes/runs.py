@@ -173,34 +173,35 @@ async def resume(request: Request) -> Response:
             "run_not_paused",
             f"The run is {run.status}; only paused or interrupted runs resume.",
         )
-    async with state.db.read() as db:
-        later = await run_store.resumed_by(db, run.id)
-        # The run's own count, or its last booked step if the server died before it
-        # could close the run: the next step never reuses a number.
-        steps = max(run.step_count, await run_store.last_step(db, run.id))
-    if later is not None:
-        raise ApiError(
-            409,
-            "run_not_paused",
-            f"The run was already resumed by run {later.id}; resume that one.",
-            {"resumedBy": later.id},
+    async with state.hub.resuming(run.id):
+        async with state.db.read() as db:
+            later = await run_store.resumed_by(db, run.id)
+            # The run's own count, or its last booked step if the server died before it
+            # could close the run: the next step never reuses a number.
+            steps = max(run.step_count, await run_store.last_step(db, run.id))
+        if later is not None:
+            raise ApiError(
+                409,
+                "run_not_paused",
+                f"The run was already resumed by run {later.id}; resume that one.",
+                {"resumedBy": later.id},
+            )
+        cap = state.settings.max_total_steps_per_run
+        if steps >= cap:
+            raise ApiError(
+                409,
+                "step_limit_reached",
+                f"The run has used {steps} of its {cap} cumulative steps.",
+                {"limit": cap, "stepCount": steps},
+            )
+        new_id = await state.hub.prompt(
+            run.session_id,
+            text,
+            max_steps=min(max_steps, cap - steps),
+            step_base=steps,
+            resumed_from=run.id,
+            parent_run_id=run.parent_run_id,
         )
-    cap = state.settings.max_total_steps_per_run
-    if steps >= cap:
-        raise ApiError(
-            409,
-            "step_limit_reached",
-            f"The run has used {steps} of its {cap} cumulative steps.",
-            {"limit": cap, "stepCount": steps},
-        )
-    new_id = await state.hub.prompt(
-        run.session_id,
-        text,
-        max_steps=min(max_steps, cap - steps),
-        step_base=steps,
-        resumed_from=run.id,
-        parent_run_id=run.parent_run_id,
-    )
     async with state.db.read() as db:
         new_run = await run_store.get_run(db, new_id)
     assert new_run is not None
