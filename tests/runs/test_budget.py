@@ -351,7 +351,7 @@ def test_two_resumes_of_one_paused_run_at_once_one_wins(
             assert paused["status"] == "paused"
             url = f"/api/agent-runs/{paused['id']}/resume"
             with ThreadPoolExecutor(2) as pool:
-                answers = list(pool.map(lambda _: client.post(url, json={"text": "hi"}), range(2)))
+                answers = list(pool.map(lambda u: client.post(u, json={"text": "hi"}), [url, url]))
             accepted = [a.json() for a in answers if a.status_code == 202]
             refusals = [a.json()["error"] for a in answers if a.status_code != 202]
             assert len(accepted) == 1, [a.text for a in answers]
