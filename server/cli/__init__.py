@@ -150,4 +150,3 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     args.func(args)
-

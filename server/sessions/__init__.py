@@ -2,4 +2,14 @@
 and its turns, translation of agent updates, transcripts, history, recovery and the idle sweep.
 Imports no web framework."""
 
-__all__ = ["agents", "history", "hub", "idle", "live_session", "recovery", "transcript", "translate", "turn"]
+__all__ = [
+    "agents",
+    "history",
+    "hub",
+    "idle",
+    "live_session",
+    "recovery",
+    "transcript",
+    "translate",
+    "turn",
+]
