@@ -31,7 +31,13 @@ from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import history, ops, repos, runs, sessions, ws
-from server.web.security import BodyLimitMiddleware, OriginMiddleware, TokenMiddleware
+from server.web.security import (
+    BodyLimitMiddleware,
+    HostMiddleware,
+    OriginMiddleware,
+    SecurityHeadersMiddleware,
+    TokenMiddleware,
+)
 from server.web.state import AppState
 from store import Database, Repo, open_database, upgrade, utcnow
 from store import repos as repo_store
@@ -164,7 +170,9 @@ def create_app(settings: Settings) -> Starlette:
         routes=routes,
         middleware=[
             Middleware(RequestIdMiddleware),
-            Middleware(TokenMiddleware, settings=settings),  # outermost: nothing runs for strangers
+            Middleware(SecurityHeadersMiddleware),
+            Middleware(HostMiddleware, settings=settings),  # DNS rebinding: before anything
+            Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
             Middleware(ForwardingMiddleware),  # commands for sessions another node runs

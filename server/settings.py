@@ -147,8 +147,35 @@ def _command(raw: str) -> str:
     return raw.strip()
 
 
-def _setting(env: str, parse: Callable[[str], Any], default: str, doc: str) -> Any:
-    return field(metadata={"env": env, "parse": parse, "default": default, "doc": doc})
+def _hosts(raw: str) -> tuple[str, ...]:
+    """Comma-separated host names or addresses (no port; ``[::1]`` or ``::1``), or ``*``."""
+    hosts = []
+    for item in raw.split(","):
+        name = item.strip().lower()
+        if not name:
+            continue
+        if name != "*" and (
+            "/" in name or "@" in name or " " in name or (":" in name and not _is_ipv6(name))
+        ):
+            raise ValueError(f"{item.strip()!r} is not a host name or address (no port, no scheme)")
+        hosts.append(name.strip("[]"))
+    return tuple(hosts)
+
+
+def _is_ipv6(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name.strip("[]")).version == 6
+    except ValueError:
+        return False
+
+
+def _setting(
+    env: str, parse: Callable[[str], Any], default: str, doc: str, *, secret: bool = False
+) -> Any:
+    # A secret never shows in a repr (nor, through it, in a log line or an error).
+    return field(
+        repr=not secret, metadata={"env": env, "parse": parse, "default": default, "doc": doc}
+    )
 
 
 @dataclass(frozen=True)
@@ -213,13 +240,19 @@ class Settings:
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
     )
     api_token: str | None = _setting(
-        "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws"
+        "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True
     )
     allowed_origins: tuple[str, ...] = _setting(
         "ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets"
     )
     host: str = _setting("HOST", _text, "127.0.0.1", "listen address")
     port: int = _setting("PORT", _int(0, 65535), "8000", "listen port")
+    allowed_hosts: tuple[str, ...] = _setting(
+        "ALLOWED_HOSTS",
+        _hosts,
+        "",
+        "Host header values accepted (default: loopback names and the listen address)",
+    )
     log_level: str = _setting(
         "LOG_LEVEL", _choice("debug", "info", "warning", "error"), "info", "log level"
     )
@@ -235,7 +268,11 @@ class Settings:
         "URL the other nodes reach this one at (default: http://HOST:PORT)",
     )
     cluster_secret: str | None = _setting(
-        "CLUSTER_SECRET", _optional_text, "", "shared secret on requests forwarded between nodes"
+        "CLUSTER_SECRET",
+        _optional_text,
+        "",
+        "shared secret on requests forwarded between nodes",
+        secret=True,
     )
     lease_seconds: float = _setting(
         "LEASE_SECONDS",
@@ -253,6 +290,24 @@ class Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return Settings(**values)
+
+    def accepted_hosts(self) -> frozenset[str] | None:
+        """The host names a request's ``Host`` may carry (None: any). By default the
+        loopback names, the listen address and this node's URL host; a wildcard listen
+        address (0.0.0.0, ::) needs a token and allows any host unless ALLOWED_HOSTS says."""
+        if "*" in self.allowed_hosts:
+            return None
+        if self.allowed_hosts:
+            return frozenset(self.allowed_hosts)
+        listen = self.host.strip("[]").lower()
+        if listen in ("0.0.0.0", "::", ""):  # noqa: S104 - recognising the wildcard, not binding
+            return None
+        names = {"localhost", "127.0.0.1", "::1", listen}
+        if self.node_url:
+            node_host = urlsplit(self.node_url).hostname
+            if node_host:
+                names.add(node_host.lower())
+        return frozenset(names)
 
     def check_listen_address(self) -> None:
         """Without a token, only a loopback address is allowed."""

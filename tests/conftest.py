@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 import pytest
@@ -28,6 +29,18 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.settings import Settings, load_settings
+
+# Starlette's TestClient sends ``Host: testserver``, which ALLOWED_HOSTS rightly refuses;
+# the tests' clients speak as a local browser does (``Host: localhost``), in one place.
+TestClient.__init__.__defaults__ = ("http://localhost", *TestClient.__init__.__defaults__[1:])  # type: ignore[index,misc]
+_websocket_connect = TestClient.websocket_connect
+
+
+def _local_websocket_connect(self: TestClient, url: str, *args: Any, **kwargs: Any) -> Any:
+    return _websocket_connect(self, urljoin("ws://localhost", url), *args, **kwargs)
+
+
+TestClient.websocket_connect = _local_websocket_connect  # type: ignore[method-assign]
 
 ROOT = Path(__file__).resolve().parent.parent
 

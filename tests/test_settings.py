@@ -16,9 +16,26 @@ from server.settings import DEMO_AGENT_COMMAND, Settings, SettingsError, load_se
 ROOT = Path(__file__).resolve().parents[1]
 ENV_EXAMPLE = ROOT / ".env.example"
 API_MD = ROOT.parent / "shared" / "API.md"  # CI checks out ../shared beside the repository
-# Settings API.md's table does not list (yet): the scale-out additions. Named here so that
-# any other drift between the code and the contract fails.
-NOT_IN_API_MD = {"NODE_ID", "NODE_URL", "CLUSTER_SECRET", "LEASE_SECONDS"}
+# Settings API.md's table does not list (yet). Named here so that any other drift between
+# the code and the contract fails. (API.md now lists the scale-out additions.)
+NOT_IN_API_MD: set[str] = set()
+# Settings API.md lists for open issues, not built yet: #13 (worktrees and changes) and
+# #16 (prompt content). Exactly these may be missing from Settings.
+NOT_BUILT_YET = {
+    "MAX_IMAGE_BYTES",
+    "MAX_EMBED_BYTES",
+    "MAX_DIFF_BYTES",
+    "DEFAULT_ISOLATION",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+}
+
+# Defaults API.md states as a rule; Settings holds "" for them and applies the rule.
+RULE_DEFAULTS = {
+    "ALLOWED_HOSTS": "loopback names and the listen address",
+    "NODE_ID": "host name",
+    "NODE_URL": "from HOST+PORT",
+}
 
 _ASSIGNMENT = re.compile(r"^(#\s?)?([A-Z][A-Z0-9_]*)=(.*)$")
 
@@ -101,11 +118,16 @@ def test_api_md_table_matches_settings() -> None:
     table = api_md_table()
     variables = Settings.variables()
     assert len(table) >= 20, table  # the parser found the table
-    assert set(table) == set(variables) - NOT_IN_API_MD
+    assert set(table) - NOT_BUILT_YET == set(variables) - NOT_IN_API_MD
+    assert NOT_BUILT_YET <= set(table) and not NOT_BUILT_YET & set(variables)  # built: drop it
     assert NOT_IN_API_MD <= set(variables)  # still there; drop from the list once API.md has them
     for name, default in table.items():
+        if name in NOT_BUILT_YET:
+            continue
         if name == "AGENT_COMMAND":
             assert "demo agent" in str(default)
+        elif name in RULE_DEFAULTS:  # a rule, not a literal: empty means that rule
+            assert (default, variables[name]) == (RULE_DEFAULTS[name], ""), name
         else:
             assert variables[name] == default, name
 

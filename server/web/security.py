@@ -167,6 +167,91 @@ async def _close_websocket(receive: Receive, send: Send, code: int, reason: str)
     await send({"type": "websocket.close", "code": code, "reason": reason})
 
 
+def host_name(value: str) -> str:
+    """The host of a ``Host`` header value, lower-cased, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    name, colon, port = value.rpartition(":")
+    return name if colon and port.isdigit() else value
+
+
+class HostMiddleware:
+    """``Host`` must name this server (ALLOWED_HOSTS): a page on another site that
+    rebinds its DNS name to a loopback address still sends its own name, and is refused
+    (421 ``misdirected_request``; a WebSocket is closed with 4403) before any route runs."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.accepted = settings.accepted_hosts()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or self.accepted is None:
+            await self.app(scope, receive, send)
+            return
+        hosts = HTTPConnection(scope).headers.getlist("host")
+        if not hosts or (len(hosts) == 1 and host_name(hosts[0]) in self.accepted):
+            await self.app(scope, receive, send)
+            return
+        host = ", ".join(hosts)
+        log.warning(
+            "refused a request for a host this server does not serve",
+            extra={
+                "event": "host_not_allowed",
+                "host": host[:200],
+                "path": scope["path"],
+                "client": _client(scope),
+            },
+        )
+        if kind == "websocket":
+            await _close_websocket(receive, send, CLOSE_FORBIDDEN, "host not allowed")
+            return
+        response = error_response(
+            421,
+            "misdirected_request",
+            "This server does not answer for that host name (see ALLOWED_HOSTS).",
+            {"host": host[:200]},
+        )
+        await response(scope, receive, send)
+
+
+# The UI is same-origin ES modules and one stylesheet: nothing inline, nothing foreign,
+# never framed. Sent on every HTTP response (an API answer is no page either).
+SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        b"frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class SecurityHeadersMiddleware:
+    """Adds SECURITY_HEADERS to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(n, v) for n, v in SECURITY_HEADERS if n not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 class TokenMiddleware:
     """The bearer token on /api, /ws and /metrics (see the module docstring)."""
 
