@@ -9,9 +9,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.sessions import errors as domain
 from server.web.jsonresp import JSONResponse
 
-__all__ = ["ApiError", "exception_handlers", "error_response"]
+__all__ = ["ApiError", "DOMAIN_STATUS", "domain_status", "exception_handlers", "error_response"]
 
 log = logging.getLogger("agent_sessions.http")
 
@@ -62,6 +63,28 @@ class ApiError(Exception):
         )
 
 
+# The one table from the domain's refusals to HTTP statuses (WebSocket error frames carry
+# the same codes). A subclass not listed takes its nearest listed base.
+DOMAIN_STATUS: dict[type[domain.DomainError], int] = {
+    domain.Invalid: 422,
+    domain.Forbidden: 403,
+    domain.NotFound: 404,
+    domain.Conflict: 409,
+    domain.TooLarge: 413,
+    domain.LimitReached: 429,
+    domain.AgentStartFailed: 502,
+    domain.Unavailable: 503,
+}
+
+
+def domain_status(exc: domain.DomainError) -> int:
+    for kind in type(exc).__mro__:
+        status = DOMAIN_STATUS.get(kind)
+        if status is not None:
+            return status
+    return 500
+
+
 def error_response(
     status: int,
     code: str,
@@ -76,6 +99,14 @@ def error_response(
 async def _api_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
+
+
+async def _domain_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, domain.DomainError)
+    headers = None
+    if isinstance(exc, domain.LimitReached):
+        headers = {"Retry-After": str(exc.retry_after)}
+    return error_response(domain_status(exc), exc.code, exc.message, exc.details, headers)
 
 
 async def _http_exception(_request: Request, exc: Exception) -> Response:
@@ -103,6 +134,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 exception_handlers: dict[Any, Any] = {
     ApiError: _api_error,
+    domain.DomainError: _domain_error,
     HTTPException: _http_exception,
     Exception: _unexpected,
 }

@@ -11,6 +11,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server import metrics
+from server.sessions.errors import DomainError
 from server.stream.frames import ack_frame, error_frame, message_frame
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
@@ -154,7 +155,7 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)
-    except ApiError as exc:
+    except (ApiError, DomainError) as exc:
         return error_frame(ref, exc.code, exc.message)
 
 

@@ -1,0 +1,81 @@
+"""What the domain refuses, in its own words: no HTTP here.
+
+Each class is one *kind* of refusal; ``code`` is the machine code API.md names and
+``details`` the extra facts. The edge (``server.web.errors``) maps every kind to an HTTP
+status and a WebSocket error frame in one table, so the domain never knows about either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentStartFailed",
+    "Conflict",
+    "DomainError",
+    "Forbidden",
+    "Invalid",
+    "LimitReached",
+    "NotFound",
+    "TooLarge",
+    "Unavailable",
+]
+
+
+class DomainError(Exception):
+    """A refusal with a machine ``code``, a sentence for people and ``details``."""
+
+    code = "error"
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+
+class NotFound(DomainError):
+    """No such thing (``<what>_not_found``)."""
+
+    def __init__(self, what: str, ident: str) -> None:
+        super().__init__(
+            f"{what}_not_found", f"No {what.replace('_', ' ')} with id {ident}.", {"id": ident}
+        )
+
+
+class Conflict(DomainError):
+    """The request is fine but the state forbids it now (not active, turn in progress, …)."""
+
+
+class Invalid(DomainError):
+    """Well-formed but not acceptable (``validation_error`` unless a code says more)."""
+
+    def __init__(self, message: str, code: str = "validation_error", **details: Any) -> None:
+        super().__init__(code, message, details)
+
+
+class Forbidden(DomainError):
+    """A path or a resource outside what the session may touch."""
+
+
+class TooLarge(DomainError):
+    """Over a configured size limit."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(
+            "payload_too_large", f"The {what} is larger than {limit} bytes.", {"limit": limit}
+        )
+
+
+class LimitReached(DomainError):
+    """Too many active sessions; the client should wait (``retry_after`` seconds)."""
+
+    retry_after = 60
+
+
+class AgentStartFailed(DomainError):
+    """The agent did not start: exited, refused ``initialize``/``session/new``, timed out."""
+
+
+class Unavailable(DomainError):
+    """Someone we depend on cannot serve now (shutting down, the owning node is away)."""
