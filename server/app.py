@@ -30,7 +30,7 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, ws
+from server.web.routes import controls, history, ops, repos, runs, sessions, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -160,6 +160,7 @@ def create_app(settings: Settings) -> Starlette:
         *repos.routes,
         *history.routes,
         *sessions.routes,
+        *controls.routes,
         *runs.routes,
         *ws.routes,
         openapi.route(),

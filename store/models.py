@@ -105,6 +105,9 @@ class SessionRecord(Base):
     # Set when the agent's context must be rebuilt from the transcript before the next turn.
     needs_context: Mapped[bool] = mapped_column(Boolean, default=False)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JsonType, default=dict)
+    # The agent's controls as last known, and the mode/config values kept for resumption.
+    controls: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    agent_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
 
 
 class Message(Base):

@@ -30,6 +30,7 @@ from agent_bridge import (
 )
 from server import metrics
 from server.cluster import Cluster
+from server.sessions.agent_controls import after_start
 from server.sessions.agents import AgentConfig
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession, Restore
@@ -189,6 +190,7 @@ class Hub:
                 conn.exit_code,
                 conn.stderr_tail,
             ) from None
+        await after_start(live)  # the agent's controls; what the session kept, re-applied
         metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
         agent_session_id = client.session_id
         needs_context = live.needs_context

@@ -26,6 +26,8 @@ from agent_bridge import (
 )
 from server import metrics
 from server.logs import log_context
+from server.sessions import agent_controls
+from server.sessions.controls import ControlsState
 from server.sessions.translate import Output, Translator
 from server.sessions.turn import PendingPermission, Turn
 from server.stream.writer import Draft, new_id
@@ -67,6 +69,9 @@ class LiveSession:
         self.repo_path = repo_path
         self.agent = hub.agents[record.agent_id]
         self.translator = Translator()
+        self.translator.controls = ControlsState(record.controls)  # as last known
+        self.controls_busy = 0  # client changes of the controls on their way to the agent
+        self.controls_started = False  # before: control updates are part of the start state
         self.turn: Turn | None = None
         self.permissions: dict[str, PendingPermission] = {}
         self.needs_context = record.needs_context
@@ -365,9 +370,12 @@ class LiveSession:
         self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
     ) -> None:
         if replayed:
+            self.translator.controls.apply_update(update)  # load replays them too
             return
         turn = self.turn
-        outputs = self.translator.translate(update, raw)
+        outputs, control_ops = agent_controls.from_agent(
+            self, self.translator.translate(update, raw)
+        )
         if update.get("sessionUpdate") == "usage_update":
             cost = update.get("cost")
             amount = cost.get("amount") if isinstance(cost, dict) else None
@@ -388,7 +396,7 @@ class LiveSession:
         else:
             drafts, ops = self._stage(outputs, turn)
         writer = self.hub.writer
-        writer.submit(self.id, drafts, ops)
+        writer.submit(self.id, drafts, [*ops, *control_ops])
         if writer.over_capacity:
             await writer.wait_capacity()
         if turn is not None and turn.over_budget() and not turn.paused:

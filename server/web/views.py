@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.sessions.controls import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
 
@@ -40,6 +41,7 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         "parentRunId": session.parent_run_id,
         "forkedFrom": forked,
         "metadata": session.meta or {},
+        "controls": session.controls or empty_controls(),
     }
 
 

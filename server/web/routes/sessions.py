@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.sessions.agent_controls import apply_create_choices
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -25,6 +26,7 @@ from server.web.requests import (
     time_id_cursor,
     uuid_param,
 )
+from server.web.routes.controls import create_choices
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
 from store import SessionRecord
@@ -34,7 +36,19 @@ from store import sessions as session_store
 
 STATUSES = ("active", "completed", "cancelled", "error")
 ROLES = ("user", "agent", "system")
-TYPES = ("text", "thought", "plan", "tool", "permission", "status", "run", "usage", "update")
+TYPES = (
+    "text",
+    "thought",
+    "plan",
+    "tool",
+    "permission",
+    "status",
+    "run",
+    "usage",
+    "controls",
+    "elicitation",
+    "update",
+)
 
 
 async def session_json(
@@ -69,8 +83,11 @@ async def create_session(request: Request) -> Response:
     parent = require_str(body, "parentRunId", optional=True)
     if parent is not None:
         parent = check_uuid(parent, "parentRunId")
+    mode_id, config = create_choices(body)
     record = await state.hub.create_session(repo_id, agent_id, title, parent)
-    await state.hub.start_new(record)
+    live = await state.hub.start_new(record)
+    if mode_id is not None or config:
+        await apply_create_choices(live, mode_id, config)
     record = await state.hub.get_record(record.id)
     return JSONResponse(await session_json(state, record), status_code=201)
 

@@ -15,6 +15,7 @@ from server.sessions.errors import DomainError
 from server.stream.frames import ack_frame, error_frame, message_frame
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
+from server.web.routes.controls import controls_command
 from server.web.routes.sessions import prompt_text, session_json
 from server.web.state import AppState, app_state
 from store import messages as message_store
@@ -152,6 +153,8 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
             if not isinstance(request_id, str) or not isinstance(option_id, str):
                 raise ApiError.validation("requestId and optionId are required strings.")
             await state.hub.answer_permission(session_id, request_id, option_id)
+        elif kind in ("set_mode", "set_config"):
+            await controls_command(state.hub, session_id, command)
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)

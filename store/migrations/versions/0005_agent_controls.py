@@ -1,0 +1,31 @@
+"""agent controls: the last known controls and the values kept for resumption
+
+Revision ID: 0005_agent_controls
+Revises: 0002
+Create Date: 2026-11-24 16:40:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+JSON_TYPE = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+revision = "0005_agent_controls"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.add_column(sa.Column("controls", JSON_TYPE, nullable=True))
+        batch.add_column(sa.Column("agent_config", JSON_TYPE, nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.drop_column("agent_config")
+        batch.drop_column("controls")
