@@ -35,10 +35,10 @@ import orjson
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.sessions.errors import Invalid, NotFound, SessionNotActive, TurnInProgress
 from server.sessions.transcript import build_transcript
 from server.stream.frames import iso, message_view
 from server.stream.writer import Draft
-from server.web.errors import ApiError
 from store import Message, SessionRecord, utcnow
 from store import messages as message_store
 from store import repos as repo_store
@@ -68,7 +68,7 @@ TYPES = ("text", "thought", "plan", "tool", "permission", "status", "run", "usag
 
 def _check_seq(value: int | None, last_seq: int, name: str) -> None:
     if value is not None and not 0 <= value <= last_seq:
-        raise ApiError.validation(
+        raise Invalid(
             f"{name} must be between 0 and the session's last seq ({last_seq}); got {value}.",
             field=name,
             lastSeq=last_seq,
@@ -212,15 +212,13 @@ async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord
     record = await hub.get_record(session_id)
     _check_seq(to_seq, record.last_seq, "toSeq")
     if record.status != "active":
-        raise ApiError(
-            409,
-            "session_not_active",
+        raise SessionNotActive(
             f"The session is {record.status}; only an active session can be rewound (fork "
             f"it instead).",
         )
     live = hub.live.get(session_id)
     if live is not None and live.turn is not None:
-        raise ApiError(409, "turn_in_progress", "A turn is running; cancel it first.")
+        raise TurnInProgress()
     outcome: dict[str, int] = {}
 
     async def drop_and_announce() -> None:  # under the session lock: no agent starts meanwhile
@@ -302,8 +300,8 @@ class Archive:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _bad(line: int, message: str) -> ApiError:
-    return ApiError.validation(f"line {line}: {message}", line=line)
+def _bad(line: int, message: str) -> Invalid:
+    return Invalid(f"line {line}: {message}", line=line)
 
 
 def _timestamp(value: Any, line: int, name: str) -> datetime:
@@ -409,7 +407,7 @@ def parse_archive(body: bytes) -> Archive:
             continue
         archive.rows.append(_parse_message(obj, number, len(archive.rows) + 1))
     if not archive.rows:
-        raise ApiError.validation("The archive holds no messages.")
+        raise Invalid("The archive holds no messages.")
     return archive
 
 
@@ -422,13 +420,13 @@ async def import_archive(
     header = archive.header or {}
     repo_id = repo_id or header.get("repoId")
     if repo_id is None:
-        raise ApiError.validation(
+        raise Invalid(
             "Name the repository: pass ?repoId= (the archive has no header naming one).",
             field="repoId",
         )
     agent_id = agent_id or header.get("agentId") or "default"
     if agent_id not in hub.agents:
-        raise ApiError.validation(
+        raise Invalid(
             f"The archive's agent {agent_id!r} is not configured here; pass ?agentId= to "
             f"choose one.",
             field="agentId",
@@ -436,7 +434,7 @@ async def import_archive(
     async with hub.db.read() as db:
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
-        raise ApiError.not_found("repo", repo_id)
+        raise NotFound("repo", repo_id)
     now = utcnow()
     created = header.get("createdAt") or archive.rows[0]["created_at"]
     meta = {"importedFrom": header["id"]} if header.get("id") else {}

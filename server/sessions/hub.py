@@ -31,6 +31,17 @@ from agent_bridge import (
 from server import metrics
 from server.cluster import Cluster
 from server.sessions.agents import AgentConfig
+from server.sessions.errors import (
+    ActiveRecently,
+    AgentStartFailed,
+    Conflict,
+    Forbidden,
+    LimitReached,
+    NotFound,
+    SessionNotActive,
+    TurnInProgress,
+    Unavailable,
+)
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession, Restore
 from server.sessions.recovery import recover_sessions, status_draft
@@ -38,7 +49,6 @@ from server.sessions.transcript import build_transcript, render_preamble
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
-from server.web.errors import ApiError
 from store import Database, Repo, SessionRecord, utcnow
 from store import messages as message_store
 from store import permissions as permission_store
@@ -214,11 +224,10 @@ class Hub:
         self, record: SessionRecord, repo_path: Path, restore: Restore
     ) -> LiveSession:
         if self._tg is None or self.shutting_down:
-            raise ApiError(503, "shutting_down", "The server is shutting down.")
+            raise Unavailable("shutting_down", "The server is shutting down.")
         owner = await self.cluster.claim(record.id)
         if owner is not None:
-            raise ApiError(
-                503,
+            raise Unavailable(
                 "session_owned_elsewhere",
                 "Another node runs this session's agent; send the command to it (retry).",
                 {"owner": owner},
@@ -239,7 +248,7 @@ class Hub:
             raise
         return live
 
-    async def _fail_start(self, record: SessionRecord, exc: AgentStartError) -> ApiError:
+    async def _fail_start(self, record: SessionRecord, exc: AgentStartError) -> AgentStartFailed:
         detail = {
             "exitCode": exc.exit_code,
             "stderrTail": exc.stderr_tail,
@@ -249,7 +258,7 @@ class Hub:
         await self._set_status(record.id, "error", "agent_start_failed", detail)
         await self.log_active_count("agent start failed", record.id)
         log.warning("agent start failed: %s", exc.reason, extra={"session_id": record.id})
-        return ApiError(502, "agent_start_failed", exc.describe(), detail)
+        return AgentStartFailed("agent_start_failed", exc.describe(), detail)
 
     async def _set_status(
         self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None
@@ -282,8 +291,7 @@ class Hub:
                     "session_id": session_id,
                 },
             )
-            raise ApiError(
-                403,
+            raise Forbidden(
                 "path_outside_workspace",
                 "The repository's directory was moved or replaced and now leads outside the "
                 "workspace.",
@@ -301,14 +309,14 @@ class Hub:
     ) -> SessionRecord:
         agent_id = agent_id or "default"
         if agent_id not in self.agents:
-            raise ApiError.not_found("agent", agent_id)
+            raise NotFound("agent", agent_id)
         async with self.db.read() as db:
             repo = await repo_store.get_repo(db, repo_id)
             parent = await run_store.get_run(db, parent_run_id) if parent_run_id else None
         if repo is None:
-            raise ApiError.not_found("repo", repo_id)
+            raise NotFound("repo", repo_id)
         if parent_run_id and parent is None:
-            raise ApiError.not_found("run", parent_run_id)
+            raise NotFound("run", parent_run_id)
         await self._repo_path(repo)  # refuses a repository whose path left the root
         now = utcnow()
         record = SessionRecord(
@@ -332,13 +340,11 @@ class Hub:
             active = await session_store.insert_session_within_limit(db, record, limit)
         if active is None:
             metrics.REFUSED.inc()
-            raise ApiError(
-                429,
+            raise LimitReached(  # the edge adds Retry-After: 60
                 "session_limit_reached",
                 f"The server already runs its limit of {limit} active sessions. "
                 "Wait for one to finish (or complete one) and try again in a minute.",
                 {"limit": limit},
-                {"Retry-After": "60"},
             )
         await self.log_active_count("session created", record.id)
         self.writer.open_session(record.id, 0)
@@ -373,7 +379,7 @@ class Hub:
         async with self.db.read() as db:
             record = await session_store.get_session(db, session_id)
         if record is None:
-            raise ApiError.not_found("session", session_id)
+            raise NotFound("session", session_id)
         return record
 
     async def ensure_live(self, record: SessionRecord) -> LiveSession:
@@ -392,7 +398,7 @@ class Hub:
                 return live
             record = await self.get_record(record.id)
             if record.status != "active":
-                raise ApiError(409, "session_not_active", f"The session is {record.status}.")
+                raise SessionNotActive(f"The session is {record.status}.")
             async with self.db.read() as db:
                 repo = await repo_store.get_repo(db, record.repo_id)
             assert repo is not None
@@ -409,9 +415,7 @@ class Hub:
     async def active_live(self, session_id: str) -> LiveSession:
         record = await self.get_record(session_id)
         if record.status != "active":
-            raise ApiError(
-                409, "session_not_active", f"The session is {record.status}; it takes no prompts."
-            )
+            raise SessionNotActive(f"The session is {record.status}; it takes no prompts.")
         return await self.ensure_live(record)
 
     @asynccontextmanager
@@ -438,7 +442,7 @@ class Hub:
         record = await self.get_record(session_id)
         live = self.live.get(session_id)
         if record.status != "active":
-            raise ApiError(409, "session_not_active", f"The session is {record.status}.")
+            raise SessionNotActive(f"The session is {record.status}.")
         if live is not None:
             await live.cancel_turn()
         await self.touch(session_id)
@@ -457,11 +461,14 @@ class Hub:
         async with self.db.read() as db:
             permission = await permission_store.get_permission(db, request_id)
         if permission is None or permission.session_id != session_id:
-            raise ApiError(
-                404, "permission_not_found", f"No permission request {request_id} in this session."
+            raise NotFound(
+                "permission",
+                request_id,
+                f"No permission request {request_id} in this session.",
+                details={},
             )
-        raise ApiError(
-            409, "permission_already_decided", "This permission request was already answered."
+        raise Conflict(
+            "permission_already_decided", "This permission request was already answered."
         )
 
     async def end_session(
@@ -477,13 +484,9 @@ class Hub:
         async with self._locks[session_id]:
             record = await self.get_record(session_id)
             if record.status != "active":
-                raise ApiError(
-                    409, "session_not_active", f"The session is already {record.status}."
-                )
+                raise SessionNotActive(f"The session is already {record.status}.")
             if idle_before is not None and record.last_activity_at >= idle_before:
-                raise ApiError(
-                    409, "session_active_recently", "The session was used since the sweep began."
-                )
+                raise ActiveRecently()
             live = self.live.get(session_id)
             if live is not None:
                 await live.stop(run_status)
@@ -519,7 +522,7 @@ class Hub:
             live = self.live.get(session_id)
             if live is not None:
                 if live.turn is not None:
-                    raise ApiError(409, "turn_in_progress", "A turn is running; cancel it first.")
+                    raise TurnInProgress()
                 await live.stop("cancelled")
             async with self.db.write() as db, db.begin():
                 await session_store.update_session(

@@ -26,10 +26,10 @@ from agent_bridge import (
 )
 from server import metrics
 from server.logs import log_context
+from server.sessions.errors import Conflict, Invalid, NotFound, SessionNotActive, TurnInProgress
 from server.sessions.translate import Output, Translator
 from server.sessions.turn import PendingPermission, Turn
 from server.stream.writer import Draft, new_id
-from server.web.errors import ApiError
 from store import Run, SessionRecord, utcnow
 from store import permissions as permission_store
 from store import runs as run_store
@@ -189,9 +189,9 @@ class LiveSession:
         """Store the user message and the run, then run the turn in the background.
         Returns the run id once both are committed."""
         if self.turn is not None:
-            raise ApiError(409, "turn_in_progress", "A turn is already running in this session.")
+            raise TurnInProgress("A turn is already running in this session.")
         if self._stop is not None or self._tg is None:
-            raise ApiError(409, "session_not_active", "The session is stopping.")
+            raise SessionNotActive("The session is stopping.")
         run_id = str(uuid.uuid4())
         self.translator.tools.clear()  # agents reuse tool call ids across turns
         self.translator.last_text = ""
@@ -482,15 +482,18 @@ class LiveSession:
         """A person's answer; the first one wins. Returns the commit event."""
         pending = self.permissions.get(request_id)
         if pending is None:
-            raise ApiError(
-                404, "permission_not_found", f"No pending permission request {request_id}."
+            raise NotFound(
+                "permission",
+                request_id,
+                f"No pending permission request {request_id}.",
+                details={},
             )
         if pending.decided.is_set():
-            raise ApiError(
-                409, "permission_already_decided", "This permission request was already answered."
+            raise Conflict(
+                "permission_already_decided", "This permission request was already answered."
             )
         if option_id not in {o.get("optionId") for o in pending.content["options"]}:
-            raise ApiError.validation(f"optionId {option_id!r} is not one of the offered options.")
+            raise Invalid(f"optionId {option_id!r} is not one of the offered options.")
         return self._decide(pending, {"outcome": "selected", "optionId": option_id}, "user")
 
     def _decide(
