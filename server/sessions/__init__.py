@@ -4,6 +4,8 @@ Imports no web framework."""
 
 __all__ = [
     "agents",
+    "archive",
+    "errors",
     "history",
     "hub",
     "idle",
