@@ -206,7 +206,6 @@ def test_the_session_domain_imports_no_web_framework() -> None:
     assert offenders == set()
 
 
-@pytest.mark.xfail(strict=True, reason="hub, live_session, history, openapi not split yet")
 def test_no_module_is_over_400_lines() -> None:
     long = {
         f"{path.relative_to(ROOT)}: {n}"
