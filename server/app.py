@@ -24,7 +24,7 @@ from server.cluster import Cluster
 from server.logs import REQUEST_ID
 from server.sessions.agents import load_agents
 from server.sessions.hub import Hub
-from server.settings import Settings
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from server.web import openapi
@@ -151,12 +151,12 @@ def create_app(settings: Settings) -> Starlette:
                 try:
                     yield
                 finally:
-                    with anyio.CancelScope(shield=True):
-                        await hub.shutdown()
+                    await hub.shutdown()  # bounded: each agent's stop has a deadline
+                    with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                         await writer.drain()
                     tg.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await db.close()
 
     routes = [

@@ -15,6 +15,7 @@ from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from server import metrics
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
+from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
 from server.sessions.translate import Output
 from server.sessions.turn import Turn
@@ -124,7 +125,7 @@ class TurnRunner(LiveBase):
         except (AgentExited, ProtocolBroken) as exc:
             error = str(exc)
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 if turn.final_status is not None:
                     status = turn.final_status
                 elif turn.paused:
