@@ -4,8 +4,9 @@ database, writer, broker, hub and their tasks) is built in the lifespan, nothing
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -118,7 +119,8 @@ async def auto_register(settings: Settings, db: Database) -> None:
                 log.info("registered repository %s", path, extra={"event": "repo_registered"})
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> Starlette:
+    """The app; ``clock`` is the monotonic clock turn and tool durations are measured on."""
     agents = load_agents(settings)
     settings = settings.with_changes(workspace_root=settings.workspace_root.resolve())
 
@@ -136,7 +138,7 @@ def create_app(settings: Settings) -> Starlette:
 
             cluster = Cluster(settings, db, broker, on_takeover=take_over)
             writer = Writer(db, broker, notify=cluster.notify if cluster.enabled else None)
-            hub = Hub(settings, db, writer, broker, agents, cluster)
+            hub = Hub(settings, db, writer, broker, agents, cluster, clock)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)
                 await tg.start(hub.run)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -65,10 +66,11 @@ class Hub:
         broker: Broker,
         agents: dict[str, AgentConfig],
         cluster: Cluster,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.cluster = cluster
-        self.services = Services(settings, database, writer, cluster)
+        self.services = Services(settings, database, writer, cluster, clock)
         self.db = database
         self.writer = writer
         self.broker = broker

@@ -4,6 +4,8 @@ database, the writer, the cluster), frozen, so that it never reaches back into t
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.cluster import Cluster
@@ -20,3 +22,4 @@ class Services:
     db: Database
     writer: Writer
     cluster: Cluster
+    clock: Callable[[], float] = time.monotonic  # durations of turns and tool calls

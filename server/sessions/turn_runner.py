@@ -5,7 +5,6 @@ cancel, abandoning a turn whose agent ignores ``session/cancel``."""
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Any
 
@@ -54,6 +53,7 @@ class TurnRunner(LiveBase):
             step_base=step_base,
             session_id=self.id,
             cost_base=self.cost_seen,
+            clock=self.services.clock,
         )
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         try:
@@ -148,7 +148,7 @@ class TurnRunner(LiveBase):
         for pending in list(self.permissions.values()):
             if pending.run_id == turn.run_id:
                 self._decide(pending, {"outcome": "cancelled"}, "turn_ended")
-        duration = int((time.monotonic() - turn.started) * 1000)
+        duration = int((turn.clock() - turn.started) * 1000)
         drafts, ops = self._stage(outputs, turn)
         drafts.append(self._run_draft(turn, status, stop_reason, duration))
         values = {
