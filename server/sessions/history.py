@@ -36,6 +36,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.transcript import build_transcript
+from server.sessions.workspaces import service as workspace_service
 from server.stream.frames import iso, message_view
 from server.stream.writer import Draft
 from server.web.errors import ApiError
@@ -130,6 +131,7 @@ async def fork_session(
         title if title is not None else source.title,
         None,
         forked_from=(source.id, upto),
+        workspace=workspace_service.fork_plan(hub, source),
     )
     rows = [_copy_row(m, record.id, seq) for seq, m in enumerate(originals, start=1)]
     try:
@@ -147,6 +149,7 @@ async def fork_session(
         with anyio.CancelScope(shield=True):
             await _mark_error(hub, record.id, "fork_failed")
         raise
+    await workspace_service.make_fork_worktree(hub, source, record, upto)
     await hub.start_new(record)
     log.info(
         "session forked",
@@ -197,7 +200,9 @@ _rewind_locks: weakref.WeakKeyDictionary[Hub, defaultdict[str, anyio.Lock]] = (
 )
 
 
-async def rewind_session(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord, int]:
+async def rewind_session(
+    hub: Hub, session_id: str, to_seq: int, *, restore_files: bool = False
+) -> tuple[SessionRecord, int]:
     """Mark the messages after ``to_seq`` dropped, store a ``rewind`` status message (its
     ``seq`` after the highest ever used), and reset the agent's context so the next prompt
     starts a fresh agent with the remaining transcript. Returns the session and how many
@@ -205,10 +210,12 @@ async def rewind_session(hub: Hub, session_id: str, to_seq: int) -> tuple[Sessio
     exactly what it drops."""
     lock = _rewind_locks.setdefault(hub, defaultdict(anyio.Lock))[session_id]
     async with lock:
-        return await _rewind(hub, session_id, to_seq)
+        return await _rewind(hub, session_id, to_seq, restore_files)
 
 
-async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord, int]:
+async def _rewind(
+    hub: Hub, session_id: str, to_seq: int, restore_files: bool = False
+) -> tuple[SessionRecord, int]:
     record = await hub.get_record(session_id)
     _check_seq(to_seq, record.last_seq, "toSeq")
     if record.status != "active":
@@ -225,6 +232,8 @@ async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord
 
     async def drop_and_announce() -> None:  # under the session lock: no agent starts meanwhile
         record = await hub.get_record(session_id)
+        if restore_files:
+            await workspace_service.restore_for_rewind(hub, record, to_seq)
         hub.writer.open_session(session_id, record.last_seq)
         upto = hub.writer.last_seq(session_id)
         async with hub.db.read() as db:

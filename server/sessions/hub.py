@@ -35,6 +35,7 @@ from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession, Restore
 from server.sessions.recovery import recover_sessions, status_draft
 from server.sessions.transcript import build_transcript, render_preamble
+from server.sessions.workspaces import service as workspace_service
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -298,6 +299,7 @@ class Hub:
         parent_run_id: str | None,
         *,
         forked_from: tuple[str, int] | None = None,
+        workspace: Callable[[str], dict[str, Any]] | None = None,
     ) -> SessionRecord:
         agent_id = agent_id or "default"
         if agent_id not in self.agents:
@@ -311,8 +313,9 @@ class Hub:
             raise ApiError.not_found("run", parent_run_id)
         await self._repo_path(repo)  # refuses a repository whose path left the root
         now = utcnow()
+        session_id = str(uuid.uuid4())
         record = SessionRecord(
-            id=str(uuid.uuid4()),
+            id=session_id,
             repo_id=repo_id,
             agent_id=agent_id,
             status="active",
@@ -326,6 +329,7 @@ class Hub:
             forked_from_session_id=forked_from[0] if forked_from else None,
             forked_from_seq=forked_from[1] if forked_from else None,
             meta={},
+            **(workspace(session_id) if workspace else {}),
         )
         limit = self.settings.max_concurrent_sessions
         async with self.db.write() as db, db.begin():
@@ -353,6 +357,7 @@ class Hub:
                         repo = await repo_store.get_repo(db, record.repo_id)
                     assert repo is not None
                     repo_path = await self._repo_path(repo, record.id)
+                repo_path = workspace_service.session_root(self, record, repo_path)
                 live = await self._start_live(
                     record, repo_path, Restore(has_history=record.needs_context)
                 )
@@ -397,6 +402,7 @@ class Hub:
                 repo = await repo_store.get_repo(db, record.repo_id)
             assert repo is not None
             repo_path = await self._repo_path(repo, record.id)
+            repo_path = workspace_service.session_root(self, record, repo_path)
             self.writer.open_session(record.id, record.last_seq)
             restore = Restore(record.agent_session_id, has_history=record.last_seq > 0)
             try:

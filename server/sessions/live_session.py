@@ -28,6 +28,7 @@ from server import metrics
 from server.logs import log_context
 from server.sessions.translate import Output, Translator
 from server.sessions.turn import PendingPermission, Turn
+from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft, new_id
 from server.web.errors import ApiError
 from store import Run, SessionRecord, utcnow
@@ -238,6 +239,7 @@ class LiveSession:
             self.turn = None
             raise
         self.needs_context = False
+        await checkpoint_turn(self.hub, self.id, run_id, self.repo_path)
         assert self._tg is not None
         self._tg.start_soon(self._run_turn, turn, blocks)
         metrics.TURNS_RUNNING.inc()
