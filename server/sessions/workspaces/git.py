@@ -54,10 +54,6 @@ GUARDS = (
     "-c",
     "protocol.allow=never",
 )
-# Commands that can run a filter or a merge driver the repository configures.
-_FILTERING = frozenset(
-    {"add", "diff", "read-tree", "merge-tree", "status", "worktree", "checkout", "reset"}
-)
 # Inherited variables that would point git elsewhere or change its behaviour.
 _DROPPED_ENV = re.compile(r"^(GIT_|LANGUAGE$|LC_)")
 
@@ -177,8 +173,8 @@ def run_git(
     ``ok_codes`` (when ``check``)."""
     git_version()
     full_env = _base_env(env)
-    neutral = _neutralising(cwd, full_env) if args and args[0] in _FILTERING else []
-    argv = [_executable(), *GUARDS, *neutral, *args]
+    # Every command: even write-tree may hash a racily-clean file through a filter.
+    argv = [_executable(), *GUARDS, *_neutralising(cwd, full_env), *args]
     try:
         done = subprocess.run(  # noqa: S603 - an argument list, never a shell
             argv,

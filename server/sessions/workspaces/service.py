@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from server.sessions.errors import Conflict, Forbidden, Invalid
+from server.sessions.errors import Conflict, Forbidden, Invalid, Unavailable
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
-from server.sessions.workspaces.git import GitError, run_git
+from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git
 from server.settings import Settings
 from store import SessionRecord
 from store import repos as repo_store
@@ -62,6 +62,8 @@ async def in_thread(func: Callable[..., T], *args: Any) -> T:
     """Run a git operation on a worker thread; git problems become a clear 409/422."""
     try:
         return await anyio.to_thread.run_sync(func, *args)
+    except (GitMissing, GitTooOld) as exc:
+        raise Unavailable("git_unavailable", str(exc)) from None
     except GitError as exc:
         log.warning("git operation failed: %s", exc)
         raise Conflict("git_failed", str(exc)) from None
@@ -100,7 +102,7 @@ class Plan:
 
 def _describe_base(repo: Path, base_ref: str | None) -> tuple[str | None, str | None]:
     """(base ref as shown: a branch name where it names one, base commit)."""
-    if not checkpoints.is_work_tree(repo):
+    if not (repo / ".git").exists() or not checkpoints.is_work_tree(repo):
         return None, None
     ref = base_ref or "HEAD"
     commit = checkpoints.resolve_commit(repo, ref)
@@ -123,9 +125,14 @@ async def plan_session(
     if repo is None:
         return None
     path = Path(repo.path)
-    shown, commit = await in_thread(_describe_base, path, base_ref)
-    is_git = await in_thread(checkpoints.is_work_tree, path)
     chosen = isolation or settings.default_isolation
+    try:
+        shown, commit = await in_thread(_describe_base, path, base_ref)
+    except Unavailable:
+        if isolation == "worktree" or base_ref is not None:
+            raise
+        return Plan(settings.workspace_root, "none", None, None)  # no git: a plain directory
+    is_git = shown is not None
     if chosen == "worktree" and not is_git:
         if isolation is None:  # the default does not make a plain directory unusable
             chosen = "none"
