@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from server.sessions.workspaces import checkpoints, git as git_module, merge, worktrees
+from server.sessions.workspaces import checkpoints, merge, worktrees
+from server.sessions.workspaces import git as git_module
 from server.sessions.workspaces.changes import diff_trees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitMissing, GitTooOld, run_git
