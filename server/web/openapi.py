@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from server.web import openapi_workspaces
 from server.web.jsonresp import JSONResponse
 
 __all__ = ["CATALOGUE", "document", "openapi_json", "route"]
@@ -758,6 +759,8 @@ CATALOGUE: dict[tuple[str, str], Schema] = {
     )
     | {"x-websocket": True},
 }
+
+openapi_workspaces.extend(CATALOGUE, SCHEMAS)  # API.md "Worktrees and changes"
 
 _PARAM = re.compile(r"\{[^}]*\}")
 
