@@ -16,7 +16,10 @@ def test_chat_in_a_worktree_diff_commit_merge(
 ) -> None:
     proj = make_repo(workspace_root / "proj")
     server = live_server()
-    script = "write notes.txt hello\n1\n/diff\n/commit\n/commit Add notes\n/commit again\n/merge\n/quit\n"
+    script = (
+        "write notes.txt hello\n1\n/diff\n/commit\n/commit Add notes\n/commit again\n"
+        "/merge\n/quit\n"
+    )
     chat = cli(server, "chat", "--repo", "proj", "--worktree", stdin=script)
     assert chat.returncode == 0, chat.stderr
     assert "in its own worktree on branch agent/" in chat.stderr
