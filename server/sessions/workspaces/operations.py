@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server.sessions.errors import Conflict, Invalid, NotFound
+from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import Changes, diff_trees
 from server.sessions.workspaces.service import (
@@ -83,7 +83,7 @@ async def changes(hub: Hub, session_id: str, run_id: str | None) -> dict[str, An
             run = await run_store.get_run(db, run_id)
             if run is None or run.session_id != session_id:
                 raise NotFound("run", run_id)
-    async with session_lock(hub, session_id):
+    async with session_lock(hub.writer, session_id):
         found = await in_thread(_changes, record, repo, runs, run_id, hub.settings.max_diff_bytes)
     return {"baseCommit": record.base_commit, **found}
 
@@ -99,12 +99,12 @@ async def commit(hub: Hub, session_id: str, message: str) -> dict[str, Any]:
     record, repo = await _record_and_repo(hub, session_id)
     _require_worktree(record)
     if turn_running(hub, session_id):
-        raise Conflict("turn_in_progress", "A turn is running; wait for it or cancel it.")
+        raise TurnInProgress("A turn is running; wait for it or cancel it.")
     path = _workspace(record, repo)
     if path is None:
         raise Conflict("not_a_worktree", "The session's worktree was deleted.")
     assert record.branch is not None
-    async with session_lock(hub, session_id):
+    async with session_lock(hub.writer, session_id):
         head = await in_thread(checkpoints.head_commit, path)
         made = await in_thread(
             merge.commit_all, path, record.id, record.branch, message, author(hub.settings)
@@ -132,7 +132,7 @@ async def merge_session(
     if source is None:
         raise Conflict("not_a_worktree", "The session's branch was deleted.")
     text = message or f"Merge {record.branch} ({record.title or session_id}) into {target}"
-    async with session_lock(hub, session_id):
+    async with session_lock(hub.writer, session_id):
         outcome = await in_thread(
             merge.merge_branch,
             repo,
@@ -168,7 +168,7 @@ async def delete_worktree(hub: Hub, session_id: str, delete_branch: bool) -> Non
     if record.status == "active":
         raise Conflict("session_active", "The session is active; complete or delete it first.")
     path = Path(record.workspace_path or "")
-    async with session_lock(hub, session_id):
+    async with session_lock(hub.writer, session_id):
         await in_thread(
             worktrees.remove_worktree, repo, path, record.branch if delete_branch else None
         )

@@ -23,8 +23,10 @@ from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git
 from server.settings import Settings
+from server.stream.writer import Writer
 from store import SessionRecord
 from store import repos as repo_store
+from store import sessions as session_store
 from store import workspaces as workspace_store
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Plan",
+    "apply",
     "author",
     "checkpoint_turn",
     "fork_plan",
@@ -54,8 +57,10 @@ T = TypeVar("T")
 _locks: weakref.WeakKeyDictionary[Any, defaultdict[str, anyio.Lock]] = weakref.WeakKeyDictionary()
 
 
-def session_lock(hub: Hub, session_id: str) -> anyio.Lock:
-    return _locks.setdefault(hub, defaultdict(anyio.Lock))[session_id]
+def session_lock(owner: Writer, session_id: str) -> anyio.Lock:
+    """One git operation at a time per session (keyed by the app's writer, which the hub
+    and its live sessions share: one lock table per app)."""
+    return _locks.setdefault(owner, defaultdict(anyio.Lock))[session_id]
 
 
 async def in_thread(func: Callable[..., T], *args: Any) -> T:
@@ -152,12 +157,12 @@ async def plan_session(
     return Plan(settings.workspace_root, chosen, shown, commit)
 
 
-def session_root(hub: Hub, record: SessionRecord, repo_root: Path) -> Path:
+def session_root(settings: Settings, record: SessionRecord, repo_root: Path) -> Path:
     """The directory the session's agent works in: its worktree, or the repository."""
     if record.isolation != "worktree" or not record.workspace_path:
         return repo_root
     path = Path(record.workspace_path)
-    root = hub.settings.workspace_root
+    root = settings.workspace_root
     if not path.resolve().is_relative_to(root / worktrees.DIRECTORY):
         raise Forbidden("path_outside_workspace", "The session's worktree left the workspace.")
     if not path.is_dir():
@@ -165,9 +170,20 @@ def session_root(hub: Hub, record: SessionRecord, repo_root: Path) -> Path:
     return path.resolve()
 
 
-async def make_worktree(hub: Hub, record: SessionRecord) -> None:
-    """Create the session's worktree on its branch from its base commit; on failure the
-    session ends ``error`` and nothing is left behind."""
+async def apply(hub: Hub, record: SessionRecord, columns: dict[str, Any]) -> None:
+    """Store a just-admitted session's workspace columns (and set them on ``record``)."""
+    async with hub.db.write() as db, db.begin():
+        await session_store.update_session(db, record.id, **columns)
+    for name, value in columns.items():
+        setattr(record, name, value)
+
+
+async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> None:
+    """Record the new session's workspace and create its worktree on its branch from its
+    base commit; on failure the session ends ``error`` and nothing is left behind."""
+    if plan is None:
+        return
+    await apply(hub, record, plan.columns(record.id))
     if record.isolation != "worktree" or record.base_commit is None:
         return
     root = hub.settings.workspace_root
@@ -200,13 +216,13 @@ def _checkpoint(path: Path, session_id: str, run_id: str, who: Author) -> str | 
     return checkpoints.checkpoint(path, session_id, ref, who, f"checkpoint before run {run_id}")
 
 
-async def checkpoint_turn(hub: Hub, session_id: str, run_id: str, path: Path) -> None:
+async def checkpoint_turn(
+    settings: Settings, writer: Writer, session_id: str, run_id: str, path: Path
+) -> None:
     """Record the workspace before a turn; a failure is logged, never stops the turn."""
     try:
-        async with session_lock(hub, session_id):
-            await anyio.to_thread.run_sync(
-                _checkpoint, path, session_id, run_id, author(hub.settings)
-            )
+        async with session_lock(writer, session_id):
+            await anyio.to_thread.run_sync(_checkpoint, path, session_id, run_id, author(settings))
     except (GitError, OSError):
         log.warning("checkpoint failed", exc_info=True, extra={"session_id": session_id})
 
@@ -225,12 +241,12 @@ async def restore_for_rewind(hub: Hub, record: SessionRecord, seq: int) -> bool:
         run_id = await workspace_store.first_run_after(db, record.id, seq)
     if run_id is None:
         return False
-    path = session_root(hub, record, await repo_path(hub, record))
+    path = session_root(hub.settings, record, await repo_path(hub, record))
     ref = checkpoints.checkpoint_ref(record.id, run_id)
     commit = await in_thread(checkpoints.resolve_commit, path, ref)
     if commit is None:
         raise Conflict("no_checkpoint", "That turn has no checkpoint to restore files from.")
-    async with session_lock(hub, record.id):
+    async with session_lock(hub.writer, record.id):
         await in_thread(checkpoints.restore, path, record.id, commit)
     log.info("files restored", extra={"session_id": record.id, "run_id": run_id})
     return True
@@ -265,6 +281,9 @@ def _populate(repo: Path, root: Path, session_id: str, state: str) -> None:
 async def make_fork_worktree(
     hub: Hub, source: SessionRecord, record: SessionRecord, upto: int
 ) -> None:
+    """The fork's workspace: the source's isolation and base; its own worktree and branch
+    (when the source has one) holding the source's files at the fork point."""
+    await apply(hub, record, fork_plan(hub, source)(record.id))
     if record.isolation != "worktree":
         return
     repo = await repo_path(hub, record)
@@ -277,7 +296,7 @@ async def make_fork_worktree(
         checkpoint = await in_thread(checkpoints.resolve_commit, repo, ref)
     root = hub.settings.workspace_root
     try:
-        async with session_lock(hub, source.id):
+        async with session_lock(hub.writer, source.id):
             state = await in_thread(
                 _fork_state,
                 source_path,

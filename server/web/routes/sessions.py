@@ -73,10 +73,8 @@ async def create_session(request: Request) -> Response:
         parent = check_uuid(parent, "parentRunId")
     isolation, base_ref = workspaces.create_options(body)
     plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
-    record = await state.hub.create_session(
-        repo_id, agent_id, title, parent, workspace=plan.columns if plan else None
-    )
-    await workspace_service.make_worktree(state.hub, record)
+    record = await state.hub.create_session(repo_id, agent_id, title, parent)
+    await workspace_service.make_worktree(state.hub, record, plan)
     await state.hub.start_new(record)
     record = await state.hub.get_record(record.id)
     return JSONResponse(await session_json(state, record), status_code=201)
