@@ -25,13 +25,14 @@ from server.cluster import Cluster
 from server.logs import REQUEST_ID
 from server.sessions.agents import load_agents
 from server.sessions.hub import Hub
+from server.sessions.workspaces import service as workspace_service
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, ws
+from server.web.routes import history, ops, repos, runs, sessions, workspaces, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -144,6 +145,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 await tg.start(hub.run)
                 await tg.start(cluster.run)
                 await hub.recover()
+                await workspace_service.recover(hub)
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
                 app.state.agent_sessions = AppState(
@@ -166,6 +168,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *repos.routes,
         *history.routes,
         *sessions.routes,
+        *workspaces.routes,
         *runs.routes,
         *ws.routes,
         openapi.route(),

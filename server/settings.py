@@ -244,6 +244,24 @@ class Settings:
     max_agent_line_bytes: int = _setting(
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
     )
+    max_diff_bytes: int = _setting(
+        "MAX_DIFF_BYTES", _int(1024), "1048576", "largest patch in a changes answer"
+    )
+    default_isolation: str = _setting(
+        "DEFAULT_ISOLATION",
+        _choice("none", "worktree"),
+        "none",
+        "isolation of sessions created without one: none or worktree",
+    )
+    git_author_name: str = _setting(
+        "GIT_AUTHOR_NAME", _command, "agent-sessions", "author name of commit and merge"
+    )
+    git_author_email: str = _setting(
+        "GIT_AUTHOR_EMAIL",
+        _command,
+        "agent-sessions@localhost",
+        "author email of commit and merge",
+    )
     api_token: str | None = _setting(
         "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True
     )

@@ -23,6 +23,7 @@ from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.translate import Translator
 from server.sessions.turn import PendingPermission
 from server.sessions.turn_runner import TurnRunner
+from server.sessions.workspaces.service import session_root
 from store import SessionRecord
 from store import sessions as session_store
 
@@ -45,7 +46,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.repo_id = record.repo_id
         self.agent_id = record.agent_id
         self.parent_run_id = record.parent_run_id
-        self.repo_path = repo_path
+        self.repo_path = repo_path = session_root(services.settings, record, repo_path)
         self.agent = agent
         self.env = env
         self.translator = Translator()

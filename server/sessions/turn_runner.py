@@ -18,6 +18,7 @@ from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
 from server.sessions.translate import Output
 from server.sessions.turn import Turn
+from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
 from store import runs as run_store
@@ -91,6 +92,8 @@ class TurnRunner(LiveBase):
             self.turn = None
             raise
         self.needs_context = False
+        services = self.services
+        await checkpoint_turn(services.settings, services.writer, self.id, run_id, self.repo_path)
         assert self._tg is not None
         self._tg.start_soon(self._run_turn, turn, blocks)
         metrics.TURNS_RUNNING.inc()
