@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from server.sessions.controls import Change, Chosen, ControlsState, chosen_of
 from server.sessions.errors import Conflict, DomainError, Invalid
+from server.sessions.status import log_active_count
 from server.sessions.translate import Output
 from server.stream.writer import Draft
 from store import SessionRecord
@@ -91,7 +92,7 @@ async def _record(live: LiveSession, change: Change, by: str, chosen: Chosen | N
     draft = Draft(
         "system", content, None, turn.run_id if turn else None, turn.step_number if turn else None
     )
-    await live.hub.writer.submit(live.id, [draft], [_persist(live, chosen)]).wait()
+    await live.services.writer.submit(live.id, [draft], [_persist(live, chosen)]).wait()
 
 
 def _agent_refused(exc: BaseException, what: str) -> DomainError:
@@ -158,7 +159,7 @@ async def after_start(live: LiveSession) -> None:
     state = _state(live)
     state.apply_capabilities(live.client.agent_capabilities)
     state.apply_answer(live.client.session_result)
-    async with live.hub.db.read() as db:
+    async with live.services.db.read() as db:
         record = await session_store.get_session(db, live.id)
     stored = record.controls if record is not None else None
     chosen = chosen_of(record.agent_config if record is not None else None)
@@ -183,9 +184,9 @@ async def after_start(live: LiveSession) -> None:
     ):
         change: Change = "mode" if stored.get("modes") != view["modes"] else "config"
         content = {"type": "controls", "change": change, "by": "agent", "controls": view}
-        live.hub.writer.submit(live.id, [Draft("system", content)], [_persist(live, None)])
+        live.services.writer.submit(live.id, [Draft("system", content)], [_persist(live, None)])
     else:
-        async with live.hub.db.write() as db, db.begin():
+        async with live.services.db.write() as db, db.begin():
             await session_store.update_session(db, live.id, controls=view)
     live.controls_started = True
 
@@ -207,6 +208,6 @@ async def apply_create_choices(
             async def delete(db: Any) -> None:
                 await db.execute(sa.delete(SessionRecord).where(SessionRecord.id == live.id))
 
-            await live.hub.writer.submit(None, (), [delete]).wait()
-            await live.hub.log_active_count("session refused: controls", live.id)
+            await live.services.writer.submit(None, (), [delete]).wait()
+            await log_active_count(live.services, "session refused: controls", live.id)
         raise

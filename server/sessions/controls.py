@@ -62,7 +62,7 @@ def _choices(raw: object) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             continue
         if isinstance(item.get("options"), list):
-            group = _text(item.get("name")) or _text(item.get("group"))
+            group = _text(item.get("group")) or _text(item.get("name"))
             for inner in _choices(item["options"]):
                 out.append({**inner, "group": inner["group"] or group})
         elif "value" in item:

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server.sessions.agent_controls import apply_create_choices
+from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -26,6 +27,7 @@ from server.web.requests import (
     time_id_cursor,
     uuid_param,
 )
+from server.web.routes import workspaces
 from server.web.routes.controls import create_choices
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
@@ -84,7 +86,10 @@ async def create_session(request: Request) -> Response:
     if parent is not None:
         parent = check_uuid(parent, "parentRunId")
     mode_id, config = create_choices(body)
+    isolation, base_ref = workspaces.create_options(body)
+    plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
     record = await state.hub.create_session(repo_id, agent_id, title, parent)
+    await workspace_service.make_worktree(state.hub, record, plan)
     live = await state.hub.start_new(record)
     if mode_id is not None or config:
         await apply_create_choices(live, mode_id, config)

@@ -1,7 +1,7 @@
 """agent controls: the last known controls and the values kept for resumption
 
 Revision ID: 0005_agent_controls
-Revises: 0002
+Revises: 0003_workspaces
 Create Date: 2026-11-24 16:40:00
 """
 
@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql
 JSON_TYPE = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 revision = "0005_agent_controls"
-down_revision = "0002"
+down_revision = "0003_workspaces"
 branch_labels = None
 depends_on = None
 
