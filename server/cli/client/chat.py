@@ -16,6 +16,7 @@ from typing import IO, Any
 import anyio
 
 from server.cli.client.api import Api, CliError
+from server.cli.client.controls import run_command as control_command
 from server.cli.client.workspace import run_command
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -165,7 +166,8 @@ class Chat:
         s = self.session
         self.line(
             f"session {s['id']} on {s['repo']['name']} (agent {s['agentId']}); "
-            "type a prompt, /diff, /commit MSG, /merge [BRANCH], /quit to leave"
+            "type a prompt, /diff, /commit MSG, /merge [BRANCH], /mode [ID], "
+            "/config [ID VALUE], /quit to leave"
         )
         while self.gone is None:
             text = await self.read_line("you> ")
@@ -173,7 +175,9 @@ class Chat:
                 return
             if not text.strip():
                 continue
-            answer = await run_command(self.api, s["id"], text)
+            answer = await run_command(self.api, s["id"], text) or await control_command(
+                self.api, s["id"], text
+            )
             if answer is not None:
                 self.line(answer)
                 continue
