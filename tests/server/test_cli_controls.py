@@ -11,7 +11,10 @@ from tests.test_cli import cli
 
 def test_chat_mode_and_config(live_server: Callable[..., LiveServer]) -> None:
     server = live_server()
-    script = "/mode\n/mode ask\n/mode yolo\n/config\n/config model demo-large\n/config model\nhi\n/quit\n"
+    script = (
+        "/mode\n/mode ask\n/mode yolo\n/config\n/config model demo-large\n/config model\n"
+        "hi\n/quit\n"
+    )
     chat = cli(server, "chat", "--repo", "demo", stdin=script)
     assert chat.returncode == 0, chat.stderr
     out = chat.stdout
