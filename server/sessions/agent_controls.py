@@ -155,14 +155,13 @@ async def set_config(live: LiveSession, config_id: str, value: Any) -> dict[str,
 
 async def after_start(live: LiveSession) -> None:
     """session/new, load or resume answered: read the controls, re-apply what is kept
-    where the agent reports something else, store them."""
+    where the agent reports something else. The handshake stores them with the agent's
+    session id (one write); a difference from what was stored is a ``controls`` message."""
     state = _state(live)
     state.apply_capabilities(live.client.agent_capabilities)
     state.apply_answer(live.client.session_result)
-    async with live.services.db.read() as db:
-        record = await session_store.get_session(db, live.id)
-    stored = record.controls if record is not None else None
-    chosen = chosen_of(record.agent_config if record is not None else None)
+    stored, kept = live.controls_kept
+    chosen = chosen_of(kept)
     mode_id = chosen.get("modeId")
     if mode_id and state.current_mode() != mode_id:
         try:
@@ -185,9 +184,6 @@ async def after_start(live: LiveSession) -> None:
         change: Change = "mode" if stored.get("modes") != view["modes"] else "config"
         content = {"type": "controls", "change": change, "by": "agent", "controls": view}
         live.services.writer.submit(live.id, [Draft("system", content)], [_persist(live, None)])
-    else:
-        async with live.services.db.write() as db, db.begin():
-            await session_store.update_session(db, live.id, controls=view)
     live.controls_started = True
 
 

@@ -87,7 +87,11 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
     metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
         await session_store.update_session(
-            db, live.id, agent_session_id=client.session_id, needs_context=live.needs_context
+            db,
+            live.id,
+            agent_session_id=client.session_id,
+            needs_context=live.needs_context,
+            controls=live.translator.controls.view(),
         )
 
 

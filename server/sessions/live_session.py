@@ -55,6 +55,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.translator.controls = ControlsState(record.controls)  # as last known
         self.controls_busy = 0  # client changes of the controls on their way to the agent
         self.controls_started = False  # before: control updates are part of the start state
+        self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
         self.turn = None
         self.permissions: dict[str, PendingPermission] = {}
         self.needs_context = record.needs_context
