@@ -5,8 +5,9 @@ agent (a real subprocess), through the TestClient."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -246,3 +247,22 @@ def test_websocket_commands(make_client: Callable[..., TestClient]) -> None:
     ctrl = controls(client, sid)
     assert ctrl["modes"]["currentModeId"] == "ask"
     assert option(ctrl, "model")["currentValue"] == "demo-large"
+
+
+def test_kept_across_a_server_restart(live_server: Callable[..., Any]) -> None:
+    """A real uvicorn, stopped and started again on the same database: the session's next
+    prompt starts a fresh agent (at its defaults) and the kept mode and model come back."""
+    first = live_server()
+    with httpx.Client(base_url=first.url, timeout=30) as http:
+        repos = http.get("/api/repos").json()["repos"]
+        repo = next(r["id"] for r in repos if r["name"] == "demo")
+        body = {"repoId": repo, "modeId": "ask", "config": {"model": "demo-large"}}
+        created = http.post("/api/sessions", json=body)
+        assert created.status_code == 201, created.text
+        sid = created.json()["id"]
+    assert first.stop() == 0
+    second = live_server()
+    with httpx.Client(base_url=second.url, timeout=30) as http:
+        client = cast(TestClient, http)  # the helpers only use .get and .post
+        assert controls(client, sid)["modes"]["currentModeId"] == "ask"
+        assert answer_of(client, sid, "/help").startswith("Demo agent, mode ask, model demo-large")
