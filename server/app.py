@@ -32,7 +32,17 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import controls, history, ops, repos, runs, sessions, workspaces, ws
+from server.web.routes import (
+    controls,
+    history,
+    ops,
+    prompts,
+    repos,
+    runs,
+    sessions,
+    workspaces,
+    ws,
+)
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -169,6 +179,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *history.routes,
         *sessions.routes,
         *controls.routes,
+        *prompts.routes,
         *workspaces.routes,
         *runs.routes,
         *ws.routes,

@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -115,6 +116,21 @@ class SessionRecord(Base):
     # The agent's controls as last known, and the mode/config values kept for resumption.
     controls: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
     agent_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+
+
+class Attachment(Base):
+    """An image a prompt carried (API.md, Prompt content), served back by its sha256."""
+
+    __tablename__ = "attachments"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    mime_type: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class Message(Base):

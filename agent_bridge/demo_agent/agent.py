@@ -177,7 +177,11 @@ class Agent:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": self.settings.load,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {
+                    "image": not self.settings.no_images,
+                    "audio": False,
+                    "embeddedContext": True,
+                },
             },
             "authMethods": methods,
             "agentInfo": AGENT_INFO,
@@ -275,7 +279,7 @@ class Agent:
             raise RpcError(-32602, "Invalid params: prompt must be a list of content blocks")
         if session.turn is not None:
             raise RpcError(-32000, "A prompt is already running in this session")
-        text = prompt_text(prompt)
+        text = " ".join([prompt_text(prompt), *controls.describe_blocks(prompt)]).strip()
         command = self._command(command_text(prompt))
         if command.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -11,7 +11,14 @@ __all__ = ["ConfigError", "Settings", "TURN_MODES"]
 
 # DEMO_AGENT_MODE entries that make every prompt behave as that prompt command.
 TURN_MODES = ("crash", "hang", "garbage")
-_START_MODES = ("fail-start", "error-new-session", "ignore-sigterm", "legacy-models", "no-controls")
+_START_MODES = (
+    "fail-start",
+    "error-new-session",
+    "ignore-sigterm",
+    "legacy-models",
+    "no-controls",
+    "no-images",
+)
 
 
 class ConfigError(ValueError):
@@ -35,6 +42,8 @@ class Settings:
     """DEMO_AGENT_MODE legacy-models: the model as the older ``models`` block."""
     no_controls: bool = False
     """DEMO_AGENT_MODE no-controls: no modes, no config options (as older agents)."""
+    no_images: bool = False
+    """DEMO_AGENT_MODE no-images: promptCapabilities.image false."""
     turn_mode: str | None = None
     """One of TURN_MODES: applied to every prompt."""
 
@@ -78,6 +87,7 @@ class Settings:
             ignore_sigterm="ignore-sigterm" in flags,
             legacy_models="legacy-models" in flags,
             no_controls="no-controls" in flags,
+            no_images="no-images" in flags,
             turn_mode=turn_mode,
         )
 

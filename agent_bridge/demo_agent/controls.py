@@ -101,3 +101,22 @@ def slash_reply(text: str, controls: SessionControls, files: list[str]) -> str |
     if name == "files":
         return "Files: " + (", ".join(files) if files else "(none)")
     return None
+
+
+def describe_blocks(prompt: list[object]) -> list[str]:
+    """What the demo agent says it was given besides text (images, files)."""
+    seen: list[str] = []
+    for block in prompt:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "image":
+            size = len(str(block.get("data") or "")) * 3 // 4
+            seen.append(f"[image {block.get('mimeType')} ~{size} bytes]")
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            text = str(resource.get("text") or "")
+            seen.append(f"[embedded {resource.get('uri')}: {len(text)} chars: {text[:40]!r}]")
+        elif kind == "resource_link":
+            seen.append(f"[link {block.get('uri')}]")
+    return seen

@@ -98,4 +98,52 @@ def control_paths(
         body=request_body(obj(["value"], value=_VALUE)),
         errors=[409, 502, 503],
     )
+    _prompt_content(catalogue, added)
     return added
+
+
+def _prompt_content(
+    catalogue: dict[tuple[str, str], Any], added: dict[tuple[str, str], Any]
+) -> None:
+    """API.md "Prompt content": the prompt's ``content`` blocks and the attachments."""
+    text = {"type": "string"}
+    block = {
+        "oneOf": [
+            closed(["type", "text"], type={"const": "text"}, text=text),
+            closed(
+                ["type", "mimeType", "data"],
+                type={"const": "image"},
+                mimeType={"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
+                data={"type": "string", "contentEncoding": "base64"},
+            ),
+            closed(
+                ["type", "path"],
+                type={"const": "file"},
+                path=NONBLANK,
+                line=nullable({"type": "integer", "minimum": 1}),
+                limit=nullable({"type": "integer", "minimum": 0}),
+            ),
+        ]
+    }
+    body = catalogue[("POST", "/api/sessions/{sessionId}/prompt")]
+    body["requestBody"] = request_body(
+        {
+            "type": "object",
+            "properties": {
+                "text": NONBLANK,
+                "content": {"type": "array", "minItems": 1, "items": block},
+            },
+            "anyOf": [{"required": ["text"]}, {"required": ["content"]}],
+        }
+    )
+    added[("GET", "/api/sessions/{sessionId}/attachments/{sha256}")] = op(
+        "An image a prompt carried, with its content type",
+        {
+            200: {
+                "description": "The image's bytes.",
+                "content": {"image/*": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        },
+        params=[SESSION, path_param("sha256", "The image's sha256 (64 hex digits).")],
+        errors=[503],
+    )

@@ -29,6 +29,7 @@ from server.web.requests import (
 )
 from server.web.routes import workspaces
 from server.web.routes.controls import create_choices
+from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
 from store import SessionRecord
@@ -143,8 +144,7 @@ async def prompt(request: Request) -> Response:
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
     body = await read_json(request, state.settings.max_body_bytes)
-    text = prompt_text(body, state.settings.max_prompt_bytes)
-    run_id = await state.hub.prompt(session_id, text)
+    run_id = await submit_prompt(state, session_id, body)
     return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
 
 
