@@ -1,15 +1,11 @@
 // @ts-check
 // Run history of a session (API.md, Runs and tool calls): each run with its status,
 // steps, duration and cost; its tool calls with their durations; resume for a paused or
-// interrupted run (shown only when the server has the resume route).
+// interrupted run.
 
 import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, count, duration, h, money, shortId, when } from "./dom.js";
 
-const RUN_STATUS = {
-  running: "running", completed: "completed", failed: "failed", cancelled: "cancelled",
-  paused: "paused", interrupted: "interrupted",
-};
 
 export class RunsPanel {
   /**
@@ -72,7 +68,7 @@ export class RunsPanel {
       },
     },
     h("span.run-line", {},
-      h(`span.badge.badge-${run.status}`, {}, RUN_STATUS[run.status] || run.status),
+      h(`span.badge.badge-${run.status}`, {}, run.status),
       h("span.run-when", { title: when(run.createdAt) }, ago(run.createdAt))),
     h("span.run-facts", {},
       h("span", {}, `${count(run.stepCount)} step${run.stepCount === 1 ? "" : "s"}`, run.maxSteps ? ` / ${run.maxSteps}` : ""),
