@@ -20,7 +20,12 @@ from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-__all__ = ["DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+__all__ = ["CLEANUP_SECONDS", "DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+
+# A shielded cleanup (a status commit, a lease release, closing an agent's terminals or a
+# connection) runs through cancellation, but not forever: a hung database or agent must not
+# make shutdown or a request hang. Generous: a healthy cleanup takes milliseconds.
+CLEANUP_SECONDS = 15.0
 
 DEMO_AGENT_COMMAND = f"{shlex.quote(sys.executable)} -m agent_bridge.demo_agent"
 

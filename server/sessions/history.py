@@ -18,6 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
+from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import build_transcript
 from server.sessions.workspaces import service as workspace_service
 from server.stream.writer import Draft
@@ -111,7 +112,7 @@ async def fork_session(
             await hub.writer.submit(None, (), [copy]).wait()
             hub.writer.open_session(record.id, len(rows))
     except BaseException:
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
             await _mark_error(hub, record.id, "fork_failed")
         raise
     await workspace_service.make_fork_worktree(hub, source, record, upto)

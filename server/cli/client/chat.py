@@ -130,7 +130,7 @@ class Chat:
             self.gone = self.gone or "the connection to the server was lost"
         finally:
             self.end_stream()
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(5, shield=True):  # a server that does not answer
                 await self.ws.close()
         if self.gone:
             raise CliError(self.gone)
