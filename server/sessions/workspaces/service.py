@@ -212,7 +212,7 @@ async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> N
 
 
 def _checkpoint(path: Path, session_id: str, run_id: str, who: Author) -> str | None:
-    if not checkpoints.is_work_tree(path):
+    if not (path / ".git").exists() or not checkpoints.is_work_tree(path):
         return None
     ref = checkpoints.checkpoint_ref(session_id, run_id)
     return checkpoints.checkpoint(path, session_id, ref, who, f"checkpoint before run {run_id}")

@@ -8,6 +8,7 @@
 
 import { describe, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
+import { attachChanges } from "./changes.js";
 import { RunsPanel } from "./runs.js";
 import { SessionStream } from "./stream.js";
 import { Transcript } from "./transcript.js";
@@ -95,6 +96,7 @@ export class SessionView {
     this.completeButton = h("button.ghost-button", { type: "button", onclick: () => this.complete() }, "Complete");
     this.deleteButton = h("button.ghost-button.danger", { type: "button", onclick: () => this.remove() }, "Delete");
     this.actionError = h("p.error-text", { role: "alert" });
+    this.changesUi = attachChanges(this);
     this.log = h("div.transcript", {
       role: "log", "aria-live": "polite", "aria-relevant": "additions text", "aria-label": "Conversation",
       tabindex: "0",
@@ -123,11 +125,11 @@ export class SessionView {
           h("a.back-link", { href: "#/" }, h("span", { "aria-hidden": "true" }, "← "), "Sessions"),
           h("div.title-row", {}, this.title, this.badge, this.conn),
           this.meta, this.usageLine),
-        h("div.session-actions", {}, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
+        h("div.session-actions", {}, this.changesUi.button, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
         this.actionError),
       h("div.session-body", {},
         h("div.session-main", {}, this.log, this.working, this.permissionArea, this.form),
-        this.runsPanel));
+        this.runsPanel, this.changesUi.panel));
   }
 
   /** A path inside the session's repository, shown relative to it. */
@@ -229,7 +231,9 @@ export class SessionView {
       h("span", { title: s.repo?.path || "" }, h("span.meta-label", {}, "repo "), s.repo?.name || s.repoId),
       h("span", {}, h("span.meta-label", {}, "agent "), s.agentId),
       h("span", { title: when(s.createdAt) }, `started ${ago(s.createdAt)}`),
-      s.forkedFrom ? h("a", { href: `#/s/${s.forkedFrom.sessionId}` }, `forked at #${s.forkedFrom.seq}`) : null);
+      s.forkedFrom ? h("a", { href: `#/s/${s.forkedFrom.sessionId}` }, `forked at #${s.forkedFrom.seq}`) : null,
+      this.changesUi.branchLabel(s));
+    this.changesUi.update(s);
     const ended = s.status !== "active";
     this.completeButton.hidden = ended;
     this.completeButton.title = "End this session gracefully";
@@ -403,7 +407,8 @@ export class SessionView {
         title: isPrompt ? "Drop this prompt and everything after it, and edit it again"
           : "Drop everything after this reply",
         onclick: () => this.rewind(upTo(), isPrompt ? message.content?.text : null),
-      }, isPrompt ? "Rewind & edit" : "Rewind to here"));
+      }, isPrompt ? "Rewind & edit" : "Rewind to here"),
+      this.changesUi.turnActions(message));
   }
 
   decorateFinal(node, message) {
@@ -421,11 +426,12 @@ export class SessionView {
     }
   }
 
-  async rewind(seq, text = null) {
-    if (!window.confirm(`Drop every message after #${seq}? The agent forgets them before the next turn.`)) return;
+  async rewind(seq, text = null, restoreFiles = false) {
+    const files = restoreFiles ? " The files go back to how they were then." : "";
+    if (!window.confirm(`Drop every message after #${seq}? The agent forgets them before the next turn.${files}`)) return;
     this.actionError.textContent = "";
     try {
-      await post(`/api/sessions/${this.sessionId}/rewind`, { toSeq: seq });
+      await post(`/api/sessions/${this.sessionId}/rewind`, restoreFiles ? { toSeq: seq, restoreFiles } : { toSeq: seq });
       this.live = false;
       this.activeRun = null;
       for (const id of [...this.permissions.keys()]) this.hidePermission(id);

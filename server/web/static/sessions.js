@@ -28,6 +28,7 @@ export class Sidebar {
     this.agentSelect = h("select#new-agent");
     this.titleInput = h("input#new-title", { type: "text", placeholder: "optional", autocomplete: "off", maxlength: 200 });
     this.createButton = h("button.primary", { type: "submit" }, "Start session");
+    this.isolatedInput = h("input#new-isolated", { type: "checkbox" });
     this.createError = h("div.form-error", { role: "alert" });
     this.createForm = h("form.card.new-session", { onsubmit: (e) => { e.preventDefault(); this.create(); } },
       h("h2.section-title", {}, "New session"),
@@ -35,6 +36,8 @@ export class Sidebar {
       h("div.field-row", {},
         h("div.field", {}, h("label", { for: "new-agent" }, "Agent"), this.agentSelect),
         h("div.field", {}, h("label", { for: "new-title" }, "Title"), this.titleInput)),
+      h("div.field.check-field", {}, this.isolatedInput,
+        h("label", { for: "new-isolated", title: "Work in its own git worktree on a new branch agent/…" }, "Isolated worktree")),
       h("div.form-actions", {}, this.createButton), this.createError);
 
     // Register a repository
@@ -139,6 +142,7 @@ export class Sidebar {
     try {
       const body = { repoId, agentId: this.agentSelect.value || undefined };
       if (this.titleInput.value.trim()) body.title = this.titleInput.value.trim();
+      if (this.isolatedInput.checked) body.isolation = "worktree";
       const session = await post("/api/sessions", body);
       this.titleInput.value = "";
       await this.refresh({ quiet: true });
