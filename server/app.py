@@ -175,7 +175,7 @@ def create_app(settings: Settings) -> Starlette:
             Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
-            Middleware(ForwardingMiddleware),  # commands for sessions another node runs
+            Middleware(ForwardingMiddleware, settings=settings),  # commands for other nodes
         ],
         exception_handlers=exception_handlers,
         lifespan=lifespan,
