@@ -35,6 +35,7 @@ from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession, Restore
 from server.sessions.recovery import recover_sessions, status_draft
 from server.sessions.transcript import build_transcript, render_preamble
+from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -87,6 +88,7 @@ class Hub:
         cluster.recover_sessions = self.recover_sessions
         self.db = database
         self.writer = writer
+        writer.on_failure = WriteFailures(self)
         self.broker = broker
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
@@ -117,6 +119,11 @@ class Hub:
                     tg.start_soon(live.stop, "interrupted")
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
+
+    @property
+    def tasks(self) -> TaskGroup | None:
+        """The hub's task group while it runs (background work such as ending sessions)."""
+        return self._tg
 
     def forget(self, live: LiveSession) -> None:
         if self.live.get(live.id) is live:

@@ -1,0 +1,49 @@
+"""A session whose messages could not be stored ends in ``error`` (reason ``write_failed``).
+
+The writer commits each receipt of a failing group commit alone, so one bad operation
+fails only its own session; it reports that session here. Its agent is stopped (a running
+run ends ``failed``) and the status is stored, after the messages that did commit: the
+writer assigns seqs again from the last one stored, so the log keeps no gap. A session
+whose ending fails to store too is reported once, not retried for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.sessions.hub import Hub
+
+__all__ = ["WriteFailures"]
+
+log = logging.getLogger("agent_sessions.sessions")
+
+REASON = "write_failed"
+
+
+class WriteFailures:
+    """The writer's ``on_failure``: ends each reported session once, in the hub's tasks."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._ending: set[str] = set()
+
+    def __call__(self, session_id: str, error: BaseException) -> None:
+        log.error(
+            "messages of a session could not be stored (%s); the session ends in error",
+            type(error).__name__,
+            extra={"event": REASON, "session_id": session_id},
+        )
+        if session_id in self._ending or self.hub.shutting_down or self.hub.tasks is None:
+            return
+        self._ending.add(session_id)
+        self.hub.tasks.start_soon(self._end, session_id)
+
+    async def _end(self, session_id: str) -> None:
+        try:
+            await self.hub.end_session(session_id, "error", REASON, run_status="failed")
+        except Exception:  # noqa: BLE001 - already ended, or the store is gone: logged
+            log.exception("could not end a session after a failed write")
+        finally:
+            self._ending.discard(session_id)
