@@ -39,7 +39,7 @@ from server.web.security import (
     TokenMiddleware,
 )
 from server.web.state import AppState
-from store import Database, Repo, open_database, upgrade, utcnow
+from store import Database, Repo, open_database, startup_lock, upgrade, utcnow
 from store import repos as repo_store
 
 __all__ = ["create_app"]
@@ -98,10 +98,12 @@ def _prepare_paths(settings: Settings) -> None:
 
 
 async def auto_register(settings: Settings, db: Database) -> None:
-    """Register every git work tree directly under the workspace root."""
+    """Register every git work tree directly under the workspace root (one node at a
+    time: nodes starting together would both find a repository missing and add it)."""
     root = settings.workspace_root.resolve()
     candidates = sorted(p for p in root.iterdir() if p.is_dir() and (p / ".git").exists())
     async with db.write() as session, session.begin():
+        await startup_lock(session)
         for candidate in candidates:
             path = repos.resolve_repo_path(root, str(candidate))
             if await repo_store.get_repo_by_path(session, str(path)) is None:
