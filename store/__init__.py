@@ -4,7 +4,7 @@ Repository functions take an ``AsyncSession`` and never commit; the caller owns 
 transaction.
 """
 
-from store import messages, permissions, repos, runs, sessions
+from store import messages, permissions, repos, runs, sessions, workspaces
 from store.engine import Database, open_database
 from store.migrate import downgrade, startup_lock, upgrade
 from store.models import (
@@ -41,4 +41,5 @@ __all__ = [
     "startup_lock",
     "upgrade",
     "utcnow",
+    "workspaces",
 ]

@@ -10,7 +10,10 @@ whose ending fails to store too is reported once, not retried for ever.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
+
+import anyio
 
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
@@ -23,11 +26,21 @@ REASON = "write_failed"
 
 
 class WriteFailures:
-    """The writer's ``on_failure``: ends each reported session once, in the hub's tasks."""
+    """The writer's ``on_failure``: ends each reported session once (``run`` does)."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self._ending: set[str] = set()
+        self._queue: deque[str] = deque()
+        self._wake = anyio.Event()
+
+    async def run(self) -> None:
+        """End the reported sessions one after the other (in the hub's task group)."""
+        while True:
+            while self._queue:
+                await self._end(self._queue.popleft())
+            await self._wake.wait()
+            self._wake = anyio.Event()
 
     def __call__(self, session_id: str, error: BaseException) -> None:
         log.error(
@@ -35,10 +48,11 @@ class WriteFailures:
             type(error).__name__,
             extra={"event": REASON, "session_id": session_id},
         )
-        if session_id in self._ending or self.hub.shutting_down or self.hub.tasks is None:
+        if session_id in self._ending or self.hub.shutting_down:
             return
         self._ending.add(session_id)
-        self.hub.tasks.start_soon(self._end, session_id)
+        self._queue.append(session_id)
+        self._wake.set()
 
     async def _end(self, session_id: str) -> None:
         try:
