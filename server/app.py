@@ -30,7 +30,7 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, ws
+from server.web.routes import history, ops, repos, runs, sessions, stats, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -161,6 +161,7 @@ def create_app(settings: Settings) -> Starlette:
         *history.routes,
         *sessions.routes,
         *runs.routes,
+        *stats.routes,
         *ws.routes,
         openapi.route(),
     ]

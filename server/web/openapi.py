@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from server.web.jsonresp import JSONResponse
+from server.web.openapi_stats import register as register_stats
 
 __all__ = ["CATALOGUE", "document", "openapi_json", "route"]
 
@@ -826,3 +827,6 @@ async def openapi_json(request: Request) -> Response:
 def route() -> Route:
     """``GET /openapi.json``."""
     return Route("/openapi.json", openapi_json, methods=["GET"], name="openapi")
+
+
+register_stats(CATALOGUE, SCHEMAS)

@@ -1,0 +1,270 @@
+"""Aggregates over runs and tool calls for ``/api/stats``, computed in SQL.
+
+Every query is one range scan of an index that holds all the columns it reads
+(``ix_runs_stats``, ``ix_tool_calls_stats``, migration 0004). Medians and 95th percentiles
+are continuous (linear interpolation between the two nearest ranks): PostgreSQL's
+``percentile_cont``; on SQLite the same formula over ``row_number()`` windows. Day buckets
+are local days of an IANA zone: PostgreSQL converts with ``timezone()``; SQLite has no zone
+data, so the zone's UTC offsets over the range are computed here and applied with a CASE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypedDict
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import ColumnElement, Integer, Select, case, func, literal, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store.models import Run, ToolCall
+
+__all__ = [
+    "RUN_STATUSES",
+    "Bucket",
+    "GroupBy",
+    "StatsQuery",
+    "ToolStat",
+    "run_buckets",
+    "tool_stats",
+    "zone_offsets",
+]
+
+GroupBy = Literal["day", "agent", "repo", "status"]
+RUN_STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interrupted")
+
+
+@dataclass(frozen=True)
+class StatsQuery:
+    start: datetime  # inclusive, aware
+    end: datetime  # exclusive, aware
+    tz: str = "UTC"
+    repo_id: str | None = None
+    agent_id: str | None = None
+
+
+class Duration(TypedDict):
+    total: int
+    median: float | None
+    p95: float | None
+
+
+class Tokens(TypedDict):
+    input: int
+    output: int
+    cached: int
+
+
+class Cost(TypedDict):
+    currency: str
+    amount: float
+
+
+class Bucket(TypedDict):
+    key: str
+    runs: int
+    byStatus: dict[str, int]
+    toolCalls: int
+    toolFailures: int
+    durationMs: Duration
+    tokens: Tokens
+    cost: list[Cost]
+
+
+class ToolStat(TypedDict):
+    toolName: str | None
+    calls: int
+    failures: int
+    durationMs: dict[str, float | None]
+
+
+def zone_offsets(tz: str, start: datetime, end: datetime) -> list[tuple[datetime, int]]:
+    """[(from, offset seconds)] of ``tz`` covering [start, end): the first entry's ``from``
+    is ``start``; each later one is a transition (found to the second by bisection)."""
+    zone = ZoneInfo(tz)
+
+    def offset(at: datetime) -> int:
+        delta = at.astimezone(zone).utcoffset()
+        return int(delta.total_seconds()) if delta is not None else 0
+
+    out = [(start, offset(start))]
+    cursor = start
+    while cursor < end:
+        step = min(cursor + timedelta(days=1), end)
+        if offset(step) != out[-1][1]:
+            low, high = cursor, step  # offset(low) == last, offset(high) differs
+            while high - low > timedelta(seconds=1):
+                middle = low + (high - low) / 2
+                low, high = (middle, high) if offset(middle) == out[-1][1] else (low, middle)
+            out.append((high.replace(microsecond=0), offset(high)))
+        cursor = step
+    return out
+
+
+def _modifier(seconds: int) -> str:
+    return f"{seconds:+d} seconds"
+
+
+def _day(dialect: str, column: Any, query: StatsQuery) -> ColumnElement[Any]:
+    if dialect == "postgresql":
+        return func.to_char(func.timezone(query.tz, column), "YYYY-MM-DD")
+    offsets = zone_offsets(query.tz, query.start, query.end)
+    if len(offsets) == 1:
+        return func.date(column, _modifier(offsets[0][1]))
+    # Before each transition, the offset in force until it.
+    whens = [
+        (column < offsets[i][0], literal(_modifier(offsets[i - 1][1])))
+        for i in range(1, len(offsets))
+    ]
+    return func.date(column, case(*whens, else_=literal(_modifier(offsets[-1][1]))))
+
+
+def _key(dialect: str, group_by: GroupBy, query: StatsQuery) -> Any:
+    if group_by == "day":
+        return _day(dialect, Run.created_at, query)
+    return {"agent": Run.agent_id, "repo": Run.repo_id, "status": Run.status}[group_by]
+
+
+def _where(stmt: Select[Any], query: StatsQuery) -> Select[Any]:
+    stmt = stmt.where(Run.created_at >= query.start, Run.created_at < query.end)
+    if query.repo_id:
+        stmt = stmt.where(Run.repo_id == query.repo_id)
+    if query.agent_id:
+        stmt = stmt.where(Run.agent_id == query.agent_id)
+    return stmt
+
+
+def _interpolated(p: float, rank: Any, count: Any, value: Any) -> ColumnElement[Any]:
+    """SUM term for the continuous percentile ``p`` over rows numbered ``rank`` (0-based)
+    of ``count`` in their group: PostgreSQL's percentile_cont, written out."""
+    position = literal(p) * (count - 1)
+    low = func.cast(position, Integer)  # floor: position >= 0
+    fraction = position - low
+    return func.sum(
+        case((rank == low, value * (1 - fraction)), else_=0)
+        + case((rank == low + 1, value * fraction), else_=0)
+    )
+
+
+async def _sqlite_percentiles(
+    db: AsyncSession, key: Any, value: Any, base: Select[Any]
+) -> dict[Any, tuple[float | None, float | None]]:
+    ranked = (
+        base.add_columns(
+            key.label("k"),
+            value.label("x"),
+            (func.row_number().over(partition_by=key, order_by=value) - 1).label("rn"),
+            func.count().over(partition_by=key).label("n"),
+        )
+        .where(value.is_not(None))
+        .subquery()
+    )
+    stmt = select(
+        ranked.c.k,
+        _interpolated(0.5, ranked.c.rn, ranked.c.n, ranked.c.x),
+        _interpolated(0.95, ranked.c.rn, ranked.c.n, ranked.c.x),
+    ).group_by(ranked.c.k)
+    return {row[0]: (row[1], row[2]) for row in await db.execute(stmt)}
+
+
+def _ms(value: Any) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+async def run_buckets(db: AsyncSession, query: StatsQuery, group_by: GroupBy) -> list[Bucket]:
+    """One bucket per key present in the range, in key order."""
+    dialect = db.get_bind().dialect.name
+    key = _key(dialect, group_by, query)
+    columns: list[Any] = [
+        key.label("k"),
+        func.count(),
+        *(func.sum(case((Run.status == s, 1), else_=0)) for s in RUN_STATUSES),
+        func.sum(Run.tool_call_count),
+        func.sum(Run.tool_failure_count),
+        func.sum(Run.duration_ms),
+        func.sum(Run.input_tokens),
+        func.sum(Run.output_tokens),
+        func.sum(Run.cached_tokens),
+    ]
+    if dialect == "postgresql":
+        columns += [
+            func.percentile_cont(0.5).within_group(Run.duration_ms),
+            func.percentile_cont(0.95).within_group(Run.duration_ms),
+        ]
+    rows = (await db.execute(_where(select(*columns), query).group_by(key).order_by(key))).all()
+    if dialect == "postgresql":
+        pct = {row[0]: (row[-2], row[-1]) for row in rows}
+    else:
+        pct = await _sqlite_percentiles(db, key, Run.duration_ms, _where(select(), query))
+    cost_stmt = _where(select(key, Run.cost_currency, func.sum(Run.cost_amount)), query).where(
+        Run.cost_currency.is_not(None)
+    )
+    costs: dict[Any, list[Cost]] = {}
+    for k, currency, amount in await db.execute(
+        cost_stmt.group_by(key, Run.cost_currency).order_by(key, Run.cost_currency)
+    ):
+        costs.setdefault(k, []).append({"currency": currency, "amount": round(float(amount), 6)})
+    buckets: list[Bucket] = []
+    for row in rows:
+        k, runs, *rest = row
+        by_status = dict(zip(RUN_STATUSES, (int(v or 0) for v in rest[:6]), strict=True))
+        calls, failures, total, tin, tout, tcached = (int(v or 0) for v in rest[6:12])
+        median, p95 = pct.get(k, (None, None))
+        buckets.append(
+            {
+                "key": str(k),
+                "runs": int(runs),
+                "byStatus": {s: n for s, n in by_status.items() if n},
+                "toolCalls": calls,
+                "toolFailures": failures,
+                "durationMs": {"total": total, "median": _ms(median), "p95": _ms(p95)},
+                "tokens": {"input": tin, "output": tout, "cached": tcached},
+                "cost": costs.get(k, []),
+            }
+        )
+    return buckets
+
+
+async def tool_stats(db: AsyncSession, query: StatsQuery, *, limit: int) -> list[ToolStat]:
+    """Per tool name in the range: calls, failures (status error), median/p95 duration;
+    most called first."""
+    dialect = db.get_bind().dialect.name
+    base = select().select_from(ToolCall)
+    base = base.where(ToolCall.created_at >= query.start, ToolCall.created_at < query.end)
+    if query.repo_id or query.agent_id:
+        base = base.join(Run, Run.id == ToolCall.run_id)
+        if query.repo_id:
+            base = base.where(Run.repo_id == query.repo_id)
+        if query.agent_id:
+            base = base.where(Run.agent_id == query.agent_id)
+    failures = func.sum(case((ToolCall.status == "error", 1), else_=0))
+    columns: list[Any] = [ToolCall.tool_name, func.count(), failures]
+    if dialect == "postgresql":
+        columns += [
+            func.percentile_cont(0.5).within_group(ToolCall.duration_ms),
+            func.percentile_cont(0.95).within_group(ToolCall.duration_ms),
+        ]
+    stmt = (
+        base.add_columns(*columns)
+        .group_by(ToolCall.tool_name)
+        .order_by(func.count().desc(), ToolCall.tool_name)
+        .limit(limit)
+    )
+    rows = (await db.execute(stmt)).all()
+    if dialect == "postgresql":
+        pct = {row[0]: (row[3], row[4]) for row in rows}
+    else:
+        pct = await _sqlite_percentiles(db, ToolCall.tool_name, ToolCall.duration_ms, base)
+    return [
+        {
+            "toolName": name,
+            "calls": int(calls),
+            "failures": int(fails or 0),
+            "durationMs": {
+                "median": _ms(pct.get(name, (None, None))[0]),
+                "p95": _ms(pct.get(name, (None, None))[1]),
+            },
+        }
+        for name, calls, fails, *_ in rows
+    ]
