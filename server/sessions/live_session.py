@@ -26,7 +26,7 @@ from agent_bridge import (
 )
 from server import metrics
 from server.logs import log_context
-from server.sessions.translate import Output, Translator
+from server.sessions.translate import Output, Translator, tool_status
 from server.sessions.turn import PendingPermission, Turn
 from server.stream.writer import Draft, new_id
 from server.web.errors import ApiError
@@ -314,8 +314,11 @@ class LiveSession:
             await run_store.update_run(db, turn.run_id, **values)
             await session_store.update_session(db, self.id, active_run_id=None)
 
+        tools = self.translator.tools.values()
+        failures = sum(1 for t in tools if tool_status(t.fields.get("status")) == "error")
         try:
             await self.hub.writer.submit(self.id, drafts, [*ops, close_run]).wait()
+            metrics.observe_run(self.agent_id, status, turn.usage, turn.cost(), failures)
         finally:
             self.turn = None
             turn.done.set()
