@@ -7,6 +7,8 @@ Create Date: 2026-11-24 16:20:00
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -15,7 +17,7 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-_ROLLUPS: tuple[tuple[str, sa.types.TypeEngine[object]], ...] = (
+_ROLLUPS: tuple[tuple[str, sa.types.TypeEngine[Any]], ...] = (
     ("input_tokens", sa.BigInteger()),
     ("output_tokens", sa.BigInteger()),
     ("cached_tokens", sa.BigInteger()),
