@@ -17,8 +17,9 @@ its 03-09 (with the winter offset it would be 03-08).
 
 from __future__ import annotations
 
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -85,12 +86,13 @@ RUNS = (
 )
 
 
-async def _seed(url: str, repo_id: str) -> list[str]:
+async def _seed(url: str, repo_id: str, shift: timedelta) -> list[str]:
     db = open_database(url)
     ids: list[str] = []
     try:
         async with db.write() as s, s.begin():
-            for n, spec in enumerate(RUNS):
+            for n, original in enumerate(RUNS):
+                spec = replace(original, created=original.created + shift)
                 session_id = str(uuid.uuid4())
                 s.add(
                     SessionRecord(
@@ -153,6 +155,12 @@ async def _seed(url: str, repo_id: str) -> list[str]:
     return ids
 
 
-def seed(url: str, repo_id: str) -> list[str]:
-    """Write the table above; returns the run ids R1..R6."""
-    return anyio.run(_seed, url, repo_id)
+def seed(url: str, repo_id: str, shift: timedelta = timedelta()) -> list[str]:
+    """Write the table above (moved by ``shift``); returns the run ids R1..R6. On a thread
+    of its own: the browser tests' thread already runs Playwright's event loop."""
+    out: list[list[str]] = []
+    thread = threading.Thread(target=lambda: out.append(anyio.run(_seed, url, repo_id, shift)))
+    thread.start()
+    thread.join()
+    assert out, "seeding failed (see the thread's traceback above)"
+    return out[0]
