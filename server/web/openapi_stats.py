@@ -4,6 +4,7 @@ catalogue by ``server.web.openapi`` with ``register``."""
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import available_timezones
 
 Schema = dict[str, Any]
 
@@ -14,6 +15,7 @@ def register(catalogue: dict[tuple[str, str], Schema], schemas: dict[str, Schema
     from server.web import openapi as o  # noqa: PLC0415 (openapi calls this at its end)
 
     number: Schema = {"type": "number"}
+    GROUPINGS = ("day", "agent", "repo", "status")  # noqa: N806
     count: Schema = {"type": "integer", "minimum": 0}
     schemas["StatsBucket"] = o._closed(  # noqa: SLF001 (the catalogue's own helpers)
         ["key", "runs", "byStatus", "toolCalls", "toolFailures", "durationMs", "tokens", "cost"],
@@ -53,10 +55,12 @@ def register(catalogue: dict[tuple[str, str], Schema], schemas: dict[str, Schema
         "An ISO 8601 timestamp (without an offset: local time of tz) or a date (its local "
         "midnight)."
     )
+    instant = o._optional({"anyOf": [{"format": "date", "type": "string"}, o.TIME]})  # noqa: SLF001
+    zones = {"enum": sorted(available_timezones())}
     params = [
-        o._query("from", {"type": "string"}, f"Inclusive; default: to - 30 days. {when}"),  # noqa: SLF001
-        o._query("to", {"type": "string"}, f"Exclusive; default: now. {when}"),  # noqa: SLF001
-        o._query("tz", {"type": "string"}, "IANA time zone of day buckets; default UTC."),  # noqa: SLF001
+        o._query("from", instant, f"Inclusive; default: to - 30 days. {when}"),  # noqa: SLF001
+        o._query("to", instant, f"Exclusive; default: now. {when}"),  # noqa: SLF001
+        o._query("tz", o._optional(zones), "IANA time zone of day buckets; default UTC."),  # noqa: SLF001
         o._query("repoId", o._optional(o.UUID)),  # noqa: SLF001
         o._query("agentId", {"type": "string"}),  # noqa: SLF001
     ]
@@ -75,7 +79,7 @@ def register(catalogue: dict[tuple[str, str], Schema], schemas: dict[str, Schema
         },
         params=[
             *params,
-            o._query("groupBy", {"enum": ["day", "agent", "repo", "status"]}, "Default day."),  # noqa: SLF001
+            o._query("groupBy", o._optional({"enum": list(GROUPINGS)}), "Default day."),  # noqa: SLF001
         ],
         errors=[422],
     )
