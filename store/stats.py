@@ -174,62 +174,83 @@ def _ms(value: Any) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
+async def _percentiles(
+    db: AsyncSession, dialect: str, key: Any, query: StatsQuery
+) -> dict[Any, tuple[float | None, float | None]]:
+    if dialect == "postgresql":
+        stmt = _where(
+            select(
+                key,
+                func.percentile_cont(0.5).within_group(Run.duration_ms),
+                func.percentile_cont(0.95).within_group(Run.duration_ms),
+            ),
+            query,
+        ).group_by(key)
+        return {row[0]: (row[1], row[2]) for row in await db.execute(stmt)}
+    return await _sqlite_percentiles(db, key, Run.duration_ms, _where(select(), query))
+
+
+def _empty(key: str) -> Bucket:
+    return {
+        "key": key,
+        "runs": 0,
+        "byStatus": {},
+        "toolCalls": 0,
+        "toolFailures": 0,
+        "durationMs": {"total": 0, "median": None, "p95": None},
+        "tokens": {"input": 0, "output": 0, "cached": 0},
+        "cost": [],
+    }
+
+
 async def run_buckets(db: AsyncSession, query: StatsQuery, group_by: GroupBy) -> list[Bucket]:
-    """One bucket per key present in the range, in key order."""
+    """One bucket per key present in the range, in key order. Two scans of the range: the
+    sums by (key, status, currency), added up here, and the percentiles by key."""
     dialect = db.get_bind().dialect.name
     key = _key(dialect, group_by, query)
-    columns: list[Any] = [
-        key.label("k"),
-        func.count(),
-        func.sum(Run.tool_call_count),
-        func.sum(Run.tool_failure_count),
-        func.sum(Run.duration_ms),
-        func.sum(Run.input_tokens),
-        func.sum(Run.output_tokens),
-        func.sum(Run.cached_tokens),
-    ]
-    if dialect == "postgresql":
-        columns += [
-            func.percentile_cont(0.5).within_group(Run.duration_ms),
-            func.percentile_cont(0.95).within_group(Run.duration_ms),
-        ]
-    rows = (await db.execute(_where(select(*columns), query).group_by(key).order_by(key))).all()
-    if dialect == "postgresql":
-        pct = {row[0]: (row[-2], row[-1]) for row in rows}
-    else:
-        pct = await _sqlite_percentiles(db, key, Run.duration_ms, _where(select(), query))
-    # Apart from the main aggregate: six CASE sums cost SQLite more than a second scan.
-    statuses: dict[Any, dict[str, int]] = {}
-    status_stmt = _where(select(key, Run.status, func.count()), query).group_by(key, Run.status)
-    for k, status, n in await db.execute(status_stmt):
-        statuses.setdefault(k, {})[status] = int(n)
-    cost_stmt = _where(select(key, Run.cost_currency, func.sum(Run.cost_amount)), query).where(
-        Run.cost_currency.is_not(None)
-    )
-    costs: dict[Any, list[Cost]] = {}
-    for k, currency, amount in await db.execute(
-        cost_stmt.group_by(key, Run.cost_currency).order_by(key, Run.cost_currency)
-    ):
-        costs.setdefault(k, []).append({"currency": currency, "amount": round(float(amount), 6)})
-    buckets: list[Bucket] = []
-    for row in rows:
-        k, runs, *rest = row
-        by_status = statuses.get(k, {})
+    sums = _where(
+        select(
+            key,
+            Run.status,
+            Run.cost_currency,
+            func.count(),
+            func.sum(Run.tool_call_count),
+            func.sum(Run.tool_failure_count),
+            func.sum(Run.duration_ms),
+            func.sum(Run.input_tokens),
+            func.sum(Run.output_tokens),
+            func.sum(Run.cached_tokens),
+            func.sum(Run.cost_amount),
+        ),
+        query,
+    ).group_by(key, Run.status, Run.cost_currency)
+    buckets: dict[str, Bucket] = {}
+    costs: dict[str, dict[str, float]] = {}
+    for k, status, currency, runs, *rest in await db.execute(sums):
+        bucket = buckets.setdefault(str(k), _empty(str(k)))
         calls, failures, total, tin, tout, tcached = (int(v or 0) for v in rest[:6])
-        median, p95 = pct.get(k, (None, None))
-        buckets.append(
-            {
-                "key": str(k),
-                "runs": int(runs),
-                "byStatus": {s: by_status[s] for s in RUN_STATUSES if s in by_status},
-                "toolCalls": calls,
-                "toolFailures": failures,
-                "durationMs": {"total": total, "median": _ms(median), "p95": _ms(p95)},
-                "tokens": {"input": tin, "output": tout, "cached": tcached},
-                "cost": costs.get(k, []),
-            }
-        )
-    return buckets
+        bucket["runs"] += int(runs)
+        bucket["byStatus"][status] = bucket["byStatus"].get(status, 0) + int(runs)
+        bucket["toolCalls"] += calls
+        bucket["toolFailures"] += failures
+        bucket["durationMs"]["total"] += total
+        bucket["tokens"]["input"] += tin
+        bucket["tokens"]["output"] += tout
+        bucket["tokens"]["cached"] += tcached
+        if currency is not None and rest[6] is not None:
+            per = costs.setdefault(str(k), {})
+            per[currency] = per.get(currency, 0.0) + float(rest[6])
+    for k, (median, p95) in (await _percentiles(db, dialect, key, query)).items():
+        if str(k) in buckets:
+            buckets[str(k)]["durationMs"]["median"] = _ms(median)
+            buckets[str(k)]["durationMs"]["p95"] = _ms(p95)
+    out = [buckets[k] for k in sorted(buckets)]
+    for bucket in out:
+        by_status = bucket["byStatus"]
+        bucket["byStatus"] = {s: by_status[s] for s in RUN_STATUSES if s in by_status}
+        per = costs.get(bucket["key"], {})
+        bucket["cost"] = [{"currency": c, "amount": round(per[c], 6)} for c in sorted(per)]
+    return out
 
 
 async def tool_stats(db: AsyncSession, query: StatsQuery, *, limit: int) -> list[ToolStat]:
