@@ -130,7 +130,11 @@ def create_app(settings: Settings) -> Starlette:
         try:
             await upgrade(db)
             broker = Broker()
-            cluster = Cluster(settings, db, broker)
+
+            async def take_over(session_ids: set[str]) -> None:  # runs once the hub exists
+                await hub.recover_sessions(session_ids)
+
+            cluster = Cluster(settings, db, broker, on_takeover=take_over)
             writer = Writer(db, broker, notify=cluster.notify if cluster.enabled else None)
             hub = Hub(settings, db, writer, broker, agents, cluster)
             async with anyio.create_task_group() as tg:

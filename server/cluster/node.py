@@ -52,7 +52,13 @@ _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 
 
 class Cluster:
-    def __init__(self, settings: Settings, database: Database, broker: Broker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        database: Database,
+        broker: Broker,
+        on_takeover: Callable[[set[str]], Awaitable[None]] | None = None,
+    ) -> None:
         self.enabled = database.dialect == "postgresql"
         self.db = database
         self.broker = broker
@@ -64,8 +70,8 @@ class Cluster:
         self._notes: deque[tuple[str, int, int]] = deque()
         self._wake = anyio.Event()
         self._http: httpx.AsyncClient | None = None
-        # Set by the hub: interrupt the runs of a session whose owner died.
-        self.recover_sessions: Callable[[set[str]], Awaitable[None]] | None = None
+        # Interrupt the runs of the sessions whose owner died (the hub's recovery).
+        self._on_takeover = on_takeover
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -207,8 +213,8 @@ class Cluster:
                 "from": sorted({r.node_id for r in expired}),
             },
         )
-        if self.recover_sessions is not None:
-            await self.recover_sessions(set(ids))
+        if self._on_takeover is not None:
+            await self._on_takeover(set(ids))
         for session_id in ids:
             await self.release(session_id)
 
