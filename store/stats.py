@@ -11,11 +11,11 @@ data, so the zone's UTC offsets over the range are computed here and applied wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypedDict
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, Integer, Select, case, func, literal, select
+from sqlalchemy import ColumnElement, Integer, Select, and_, case, func, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Run, ToolCall
@@ -102,8 +102,20 @@ def zone_offsets(tz: str, start: datetime, end: datetime) -> list[tuple[datetime
     return out
 
 
-def _modifier(seconds: int) -> str:
-    return f"{seconds:+d} seconds"
+def _sql(text: str) -> ColumnElement[Any]:
+    """A constant written into the SQL rather than bound: SQLite binds every ``?`` apart,
+    so ``substr(created_at, ?, ?)`` in PARTITION BY and GROUP BY would be different
+    expressions to it, and every window a sort of its own. Only our own constants."""
+    return literal_column(text)
+
+
+def _modifier(seconds: int) -> ColumnElement[Any]:
+    return _sql(f"'{seconds:+d} seconds'")
+
+
+def _stored(at: datetime) -> ColumnElement[Any]:
+    """``at`` as SQLite stores a UtcDateTime."""
+    return _sql(f"'{at.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'")
 
 
 def _day(dialect: str, column: Any, query: StatsQuery) -> ColumnElement[Any]:
@@ -111,15 +123,16 @@ def _day(dialect: str, column: Any, query: StatsQuery) -> ColumnElement[Any]:
         return func.to_char(func.timezone(query.tz, column), "YYYY-MM-DD")
     offsets = zone_offsets(query.tz, query.start, query.end)
     if offsets == [(query.start, 0)]:
-        return func.substr(column, 1, 10)  # stored as 'YYYY-MM-DD HH:MM:SS.ffffff' UTC
+        # stored as 'YYYY-MM-DD HH:MM:SS.ffffff' UTC
+        return func.substr(column, _sql("1"), _sql("10"))
     if len(offsets) == 1:
         return func.date(column, _modifier(offsets[0][1]))
     # Before each transition, the offset in force until it.
     whens = [
-        (column < offsets[i][0], literal(_modifier(offsets[i - 1][1])))
+        (column < _stored(offsets[i][0]), _modifier(offsets[i - 1][1]))
         for i in range(1, len(offsets))
     ]
-    return func.date(column, case(*whens, else_=literal(_modifier(offsets[-1][1]))))
+    return func.date(column, case(*whens, else_=_modifier(offsets[-1][1])))
 
 
 def _key(dialect: str, group_by: GroupBy, query: StatsQuery) -> Any:
@@ -137,16 +150,26 @@ def _where(stmt: Select[Any], query: StatsQuery) -> Select[Any]:
     return stmt
 
 
+def _low(p: float, count: Any) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    """(rank below the continuous percentile ``p`` of ``count`` rows, fraction past it)."""
+    position = _sql(repr(p)) * (count - _sql("1"))
+    low = func.cast(position, Integer)  # floor: position >= 0
+    return low, position - low
+
+
 def _interpolated(p: float, rank: Any, count: Any, value: Any) -> ColumnElement[Any]:
     """SUM term for the continuous percentile ``p`` over rows numbered ``rank`` (0-based)
     of ``count`` in their group: PostgreSQL's percentile_cont, written out."""
-    position = literal(p) * (count - 1)
-    low = func.cast(position, Integer)  # floor: position >= 0
-    fraction = position - low
+    low, fraction = _low(p, count)
     return func.sum(
-        case((rank == low, value * (1 - fraction)), else_=0)
-        + case((rank == low + 1, value * fraction), else_=0)
+        case((rank == low, value * (_sql("1") - fraction)), else_=_sql("0"))
+        + case((rank == low + _sql("1"), value * fraction), else_=_sql("0"))
     )
+
+
+def _near(p: float, rank: Any, count: Any) -> ColumnElement[Any]:
+    low, _ = _low(p, count)
+    return and_(rank >= low, rank <= low + _sql("1"))
 
 
 async def _sqlite_percentiles(
@@ -156,8 +179,9 @@ async def _sqlite_percentiles(
         base.add_columns(
             key.label("k"),
             value.label("x"),
-            (func.row_number().over(partition_by=key, order_by=value) - 1).label("rn"),
-            func.count().over(partition_by=key).label("n"),
+            (func.row_number().over(partition_by=key, order_by=value) - _sql("1")).label("rn"),
+            # the same window as row_number's (one sort), counting its whole partition
+            func.count().over(partition_by=key, order_by=value, rows=(None, None)).label("n"),
         )
         .where(value.is_not(None))
         .subquery()
@@ -166,7 +190,10 @@ async def _sqlite_percentiles(
         ranked.c.k,
         _interpolated(0.5, ranked.c.rn, ranked.c.n, ranked.c.x),
         _interpolated(0.95, ranked.c.rn, ranked.c.n, ranked.c.x),
-    ).group_by(ranked.c.k)
+    )
+    # only the (at most four) rows each percentile reads reach the GROUP BY
+    near = _near(0.5, ranked.c.rn, ranked.c.n) | _near(0.95, ranked.c.rn, ranked.c.n)
+    stmt = stmt.where(near).group_by(ranked.c.k)
     return {row[0]: (row[1], row[2]) for row in await db.execute(stmt)}
 
 
