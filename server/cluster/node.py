@@ -31,7 +31,7 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.settings import Settings
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
 from store import Database, Node, Run, SessionOwner, utcnow
@@ -92,7 +92,7 @@ class Cluster:
                 )
                 task_status.started()
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self._http.aclose()
 
     async def _register(self) -> None:
@@ -152,7 +152,7 @@ class Cluster:
     async def release(self, session_id: str) -> None:
         if not self.enabled:
             return
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):  # else the lease expires
             async with self.db.write() as db, db.begin():
                 await db.execute(
                     delete(SessionOwner).where(
@@ -243,7 +243,7 @@ class Cluster:
             try:
                 await lost.wait()
             finally:
-                with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                     if not conn.is_closed():
                         await conn.close()
             log.warning("LISTEN connection lost; viewers of remote sessions will reconnect")

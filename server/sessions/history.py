@@ -18,7 +18,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
+from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import build_transcript
+from server.sessions.workspaces import service as workspace_service
 from server.stream.writer import Draft
 from store import Message, SessionRecord, utcnow
 from store import messages as message_store
@@ -110,9 +112,10 @@ async def fork_session(
             await hub.writer.submit(None, (), [copy]).wait()
             hub.writer.open_session(record.id, len(rows))
     except BaseException:
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
             await _mark_error(hub, record.id, "fork_failed")
         raise
+    await workspace_service.make_fork_worktree(hub, source, record, upto)
     await hub.start_new(record)
     log.info(
         "session forked",
@@ -163,7 +166,9 @@ _rewind_locks: weakref.WeakKeyDictionary[Hub, defaultdict[str, anyio.Lock]] = (
 )
 
 
-async def rewind_session(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord, int]:
+async def rewind_session(
+    hub: Hub, session_id: str, to_seq: int, *, restore_files: bool = False
+) -> tuple[SessionRecord, int]:
     """Mark the messages after ``to_seq`` dropped, store a ``rewind`` status message (its
     ``seq`` after the highest ever used), and reset the agent's context so the next prompt
     starts a fresh agent with the remaining transcript. Returns the session and how many
@@ -171,10 +176,12 @@ async def rewind_session(hub: Hub, session_id: str, to_seq: int) -> tuple[Sessio
     exactly what it drops."""
     lock = _rewind_locks.setdefault(hub, defaultdict(anyio.Lock))[session_id]
     async with lock:
-        return await _rewind(hub, session_id, to_seq)
+        return await _rewind(hub, session_id, to_seq, restore_files)
 
 
-async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord, int]:
+async def _rewind(
+    hub: Hub, session_id: str, to_seq: int, restore_files: bool = False
+) -> tuple[SessionRecord, int]:
     record = await hub.get_record(session_id)
     _check_seq(to_seq, record.last_seq, "toSeq")
     if record.status != "active":
@@ -189,6 +196,8 @@ async def _rewind(hub: Hub, session_id: str, to_seq: int) -> tuple[SessionRecord
 
     async def drop_and_announce() -> None:  # under the session lock: no agent starts meanwhile
         record = await hub.get_record(session_id)
+        if restore_files:
+            await workspace_service.restore_for_rewind(hub, record, to_seq)
         hub.writer.open_session(session_id, record.last_seq)
         upto = hub.writer.last_seq(session_id)
         async with hub.db.read() as db:

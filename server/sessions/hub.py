@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from server.sessions.live_session import LiveSession
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.status import log_active_count, set_status, status_draft
-from server.sessions.supervision import owner_labels, start_error, start_failure_detail
+from server.sessions.supervision import KeyedLocks, owner_labels, start_error, start_failure_detail
 from server.sessions.transcript import stored_preamble
 from server.settings import Settings
 from server.stream.broker import Broker
@@ -65,17 +66,18 @@ class Hub:
         broker: Broker,
         agents: dict[str, AgentConfig],
         cluster: Cluster,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.cluster = cluster
-        self.services = Services(settings, database, writer, cluster)
+        self.services = Services(settings, database, writer, cluster, clock)
         self.db = database
         self.writer = writer
         self.broker = broker
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
         self._locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
-        self._resuming: dict[str, anyio.Lock] = {}
+        self._resuming = KeyedLocks()
         self._tg: TaskGroup | None = None
         self.shutting_down = False
         self.owner_prefix, self.owner = owner_labels(database.url)
@@ -93,9 +95,11 @@ class Hub:
         """Cancel turns (runs ``interrupted``), stop every agent, close viewers (1001)."""
         self.shutting_down = True
         self.broker.close_all()
-        with anyio.CancelScope(shield=True):  # each stop is bounded (LiveSession.stop)
+        lives = list(self.live.values())
+        deadline = max((live.stop_deadline for live in lives), default=0.0)
+        with anyio.move_on_after(deadline, shield=True):  # the stops run side by side
             async with anyio.create_task_group() as tg:
-                for live in list(self.live.values()):
+                for live in lives:
                     tg.start_soon(live.stop, "interrupted")
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
@@ -269,18 +273,11 @@ class Hub:
             raise SessionNotActive(f"The session is {record.status}; it takes no prompts.")
         return await self.ensure_live(record)
 
-    @asynccontextmanager
-    async def resuming(self, run_id: str) -> AsyncIterator[None]:
+    def resuming(self, run_id: str) -> AbstractAsyncContextManager[None]:
         """One resume of a run at a time: the check that it was not resumed yet and the
         commit of the run that resumes it happen under this lock, so of two racing resumes
         one is accepted and the other sees ``resumedBy``."""
-        lock = self._resuming.setdefault(run_id, anyio.Lock())
-        try:
-            async with lock:
-                yield
-        finally:
-            if not lock.locked() and lock.statistics().tasks_waiting == 0:
-                self._resuming.pop(run_id, None)
+        return self._resuming.hold(run_id)
 
     async def prompt(self, session_id: str, text: str, **turn: Any) -> str:
         live = await self.active_live(session_id)

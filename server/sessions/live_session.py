@@ -23,6 +23,7 @@ from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.translate import Translator
 from server.sessions.turn import PendingPermission
 from server.sessions.turn_runner import TurnRunner
+from server.sessions.workspaces.service import session_root
 from store import SessionRecord
 from store import sessions as session_store
 
@@ -45,7 +46,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.repo_id = record.repo_id
         self.agent_id = record.agent_id
         self.parent_run_id = record.parent_run_id
-        self.repo_path = repo_path
+        self.repo_path = repo_path = session_root(services.settings, record, repo_path)
         self.agent = agent
         self.env = env
         self.translator = Translator()
@@ -139,14 +140,18 @@ class LiveSession(TurnRunner, PermissionGate):
             if not started:
                 log.info("agent start failed", extra={"session_id": self.id})
 
+    @property
+    def stop_deadline(self) -> float:
+        """How long a stop may take: the turn's grace, the agent's polite stop and kill,
+        closing its terminals, then the supervisor's cleanup."""
+        return self.services.settings.agent_stop_grace * 3 + CLEANUP_SECONDS * 3
+
     async def stop(self, run_status: str) -> None:
         """Cancel any turn (its run ends ``run_status``), stop the agent, and wait."""
         if self._stop is None:
             self._stop = Stop(run_status)
             self._stop_requested.set()
-        # The turn's grace, the agent's polite stop and kill, then the supervisor's cleanup.
-        deadline = self.services.settings.agent_stop_grace * 3 + CLEANUP_SECONDS * 2
-        with anyio.move_on_after(deadline, shield=True):
+        with anyio.move_on_after(self.stop_deadline, shield=True):
             await self.finished.wait()
         if not self.finished.is_set():
             log.warning("the agent did not stop in time", extra={"session_id": self.id})

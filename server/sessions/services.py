@@ -1,22 +1,19 @@
 """What a live session is given at construction: the server's services (settings, the
-database, the writer, the cluster), frozen, so that it never reaches back into the hub;
-and how long a shielded cleanup may take before it is abandoned."""
+database, the writer, the cluster), frozen, so that it never reaches back into the hub.
+``CLEANUP_SECONDS`` (from settings) bounds every shielded cleanup."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from server.cluster import Cluster
-from server.settings import Settings
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.writer import Writer
 from store import Database
 
 __all__ = ["CLEANUP_SECONDS", "Services"]
-
-# A shielded cleanup (a status commit, a lease release, closing an agent's terminals)
-# runs through cancellation, but not forever: a hung database or agent must not make
-# shutdown or a request hang. Generous: a healthy cleanup takes milliseconds.
-CLEANUP_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -25,3 +22,4 @@ class Services:
     db: Database
     writer: Writer
     cluster: Cluster
+    clock: Callable[[], float] = time.monotonic  # durations of turns and tool calls

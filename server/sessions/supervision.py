@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from agent_bridge import AgentStartError
 
-__all__ = ["find_exception", "owner_labels", "start_error", "start_failure_detail"]
+__all__ = ["KeyedLocks", "find_exception", "owner_labels", "start_error", "start_failure_detail"]
 
 
 def owner_labels(database_url: str) -> tuple[str, str]:
@@ -60,3 +64,20 @@ def start_failure_detail(exc: AgentStartError) -> dict[str, Any]:
         "stderr": exc.last_stderr_lines(),
         "message": exc.reason,
     }
+
+
+class KeyedLocks:
+    """One lock per key, forgotten once nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, anyio.Lock] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, anyio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(key, None)

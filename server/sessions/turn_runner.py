@@ -5,7 +5,6 @@ cancel, abandoning a turn whose agent ignores ``session/cancel``."""
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Any
 
@@ -15,9 +14,11 @@ from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from server import metrics
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
+from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
 from server.sessions.translate import Output, tool_status
 from server.sessions.turn import Turn
+from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
 from store import runs as run_store
@@ -53,6 +54,7 @@ class TurnRunner(LiveBase):
             step_base=step_base,
             session_id=self.id,
             cost_base=self.cost_seen,
+            clock=self.services.clock,
         )
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         try:
@@ -90,6 +92,8 @@ class TurnRunner(LiveBase):
             self.turn = None
             raise
         self.needs_context = False
+        services = self.services
+        await checkpoint_turn(services.settings, services.writer, self.id, run_id, self.repo_path)
         assert self._tg is not None
         self._tg.start_soon(self._run_turn, turn, blocks)
         metrics.TURNS_RUNNING.inc()
@@ -124,7 +128,7 @@ class TurnRunner(LiveBase):
         except (AgentExited, ProtocolBroken) as exc:
             error = str(exc)
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 if turn.final_status is not None:
                     status = turn.final_status
                 elif turn.paused:
@@ -147,7 +151,7 @@ class TurnRunner(LiveBase):
         for pending in list(self.permissions.values()):
             if pending.run_id == turn.run_id:
                 self._decide(pending, {"outcome": "cancelled"}, "turn_ended")
-        duration = int((time.monotonic() - turn.started) * 1000)
+        duration = int((turn.clock() - turn.started) * 1000)
         drafts, ops = self._stage(outputs, turn)
         drafts.append(self._run_draft(turn, status, stop_reason, duration))
         values = {

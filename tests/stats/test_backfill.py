@@ -19,7 +19,7 @@ SESSION = "00000000-0000-4000-8000-000000000002"
 async def _check(url: str) -> list[Any]:
     db = open_database(url)
     try:
-        await upgrade(db, "0002")
+        await upgrade(db, "0003_workspaces")
         async with db.writer_engine.begin() as conn:
             await conn.execute(
                 text(
@@ -92,7 +92,7 @@ async def _check(url: str) -> list[Any]:
                     )
                 )
             ).all()
-        await downgrade(db, "0002")
+        await downgrade(db, "0003_workspaces")
         async with db.writer_engine.connect() as conn:
             columns = await conn.run_sync(
                 lambda sync: [c["name"] for c in inspect(sync).get_columns("runs")]

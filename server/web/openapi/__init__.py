@@ -25,6 +25,7 @@ __all__ = [
     "paths_basic",
     "paths_runs",
     "paths_sessions",
+    "paths_workspaces",
     "route",
     "schemas",
 ]

@@ -65,7 +65,12 @@ async def rewind(request: Request) -> Response:
     body = await read_json(request, state.settings.max_body_bytes)
     to_seq = _seq_field(body, "toSeq", required=True)
     assert to_seq is not None
-    record, _dropped = await history.rewind_session(state.hub, session_id, to_seq)
+    restore = body.get("restoreFiles", False)
+    if not isinstance(restore, bool):
+        raise ApiError.validation("restoreFiles must be true or false.", field="restoreFiles")
+    record, _dropped = await history.rewind_session(
+        state.hub, session_id, to_seq, restore_files=restore
+    )
     return JSONResponse(await session_json(state, record))
 
 

@@ -1,7 +1,7 @@
 """run roll-ups (tokens, cost, tool calls) and the indexes /api/stats scans
 
 Revision ID: 0004_stats_indexes
-Revises: 0002
+Revises: 0003_workspaces
 Create Date: 2026-11-24 16:20:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004_stats_indexes"
-down_revision = "0002"
+down_revision = "0003_workspaces"
 branch_labels = None
 depends_on = None
 
