@@ -5,6 +5,7 @@
 
 import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, count, duration, h, money, shortId, when } from "./dom.js";
+import { timelineToggle } from "./timeline.js";
 
 
 export class RunsPanel {
@@ -80,6 +81,7 @@ export class RunsPanel {
       run.resumedFrom ? h("div.muted.small", {}, `resumed from run ${shortId(run.resumedFrom)}`) : null,
       run.status === "paused" || run.status === "interrupted"
         ? this.resumeButton(run) : null,
+      run.status === "running" ? null : timelineToggle(run),
       calls);
     if (this.expanded.has(run.id)) this.loadCalls(run, calls);
     return item;
