@@ -18,7 +18,7 @@ from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces import git as git_module
 from server.sessions.workspaces.changes import diff_trees
 from server.sessions.workspaces.checkpoints import Author
-from server.sessions.workspaces.git import GitMissing, GitTooOld, run_git
+from server.sessions.workspaces.git import GitFailed, GitMissing, GitTooOld, run_git
 from tests.workspaces.support import git, make_repo, repo_state
 
 WHO = Author("t", "t@example.com")
@@ -162,3 +162,18 @@ def test_kill_9_during_a_checkpoint_leaves_the_repository_usable(tmp_path: Path)
     commit = checkpoints.checkpoint(repo, "k", checkpoints.checkpoint_ref("s", "r"), WHO, "cp")
     assert "after.txt" in git(repo, "ls-tree", "-r", "--name-only", commit)
     assert not lock.exists()
+
+
+def test_a_work_tree_moved_by_config_is_never_written(tmp_path: Path) -> None:
+    """An agent that sets core.worktree in .git/config cannot make a restore write
+    (or delete) files elsewhere."""
+    repo = make_repo(tmp_path / "repo")
+    commit = checkpoints.checkpoint(repo, "s", checkpoints.checkpoint_ref("s", "r"), WHO, "cp")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep me\n")
+    git(repo, "config", "core.worktree", str(elsewhere))
+    with pytest.raises(GitFailed, match="not the workspace"):
+        checkpoints.restore(repo, "s", commit)
+    assert (elsewhere / "precious.txt").read_text() == "keep me\n"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.txt"]

@@ -83,7 +83,12 @@ def checkpoint_ref(session_id: str, run_id: str) -> str:
 
 def private_index(path: Path, key: str) -> Path:
     """The session's own index file, seeded from the real index (for its stat cache);
-    a stale lock left by a killed snapshot is removed (only this session uses it)."""
+    a stale lock left by a killed snapshot is removed (only this session uses it).
+    Refused when the repository's config moves its work tree (``core.worktree``)
+    elsewhere: a restore must never write outside the session's workspace."""
+    top = run_git(path, "rev-parse", "--show-toplevel").text
+    if not top or Path(top).resolve() != path.resolve():
+        raise GitFailed(["rev-parse"], 1, f"the work tree is {top!r}, not the workspace")
     gdir = git_dir(path)
     index = gdir / "agent-sessions" / f"{key}.index"
     index.parent.mkdir(exist_ok=True)
