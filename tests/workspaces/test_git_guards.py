@@ -177,3 +177,21 @@ def test_a_work_tree_moved_by_config_is_never_written(tmp_path: Path) -> None:
         checkpoints.restore(repo, "s", commit)
     assert (elsewhere / "precious.txt").read_text() == "keep me\n"
     assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.txt"]
+
+
+def test_a_redirected_worktree_link_is_refused(tmp_path: Path) -> None:
+    """An agent that points its worktree's .git file at another repository cannot make
+    a checkpoint write into that repository."""
+    repo = make_repo(tmp_path / "repo")
+    other = make_repo(tmp_path / "other")
+    made = worktrees.create_worktree(
+        repo, tmp_path / "root", "abcdef0123456", git(repo, "rev-parse", "HEAD")
+    )
+    worktrees.finish_creation(tmp_path / "root", "abcdef0123456")
+    checkpoints.checkpoint(made.path, "k", checkpoints.checkpoint_ref("s", "r0"), WHO, "cp")
+    refs = git(other, "for-each-ref")
+    (made.path / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    with pytest.raises(GitFailed, match=r"\.git file was changed"):
+        checkpoints.checkpoint(made.path, "k", checkpoints.checkpoint_ref("s", "r1"), WHO, "cp")
+    assert git(other, "for-each-ref") == refs
+    assert not (other / ".git" / "agent-sessions").exists()
