@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from server.sessions.admission import refuse_when_full
 from server.sessions.errors import Conflict, Forbidden, Invalid, Unavailable
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
@@ -129,6 +130,7 @@ async def plan_session(
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         return None
+    await refuse_when_full(hub.services)  # a refused create costs no git call
     path = Path(repo.path)
     chosen = isolation or settings.default_isolation
     try:

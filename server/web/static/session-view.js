@@ -6,7 +6,7 @@
 // running) and has not ended yet. The prompt box is disabled while one runs. (Only a run
 // whose end a rewind dropped is settled by the session's activeRunId, see onLive.)
 
-import { describe, hasRoute, post, del } from "./api.js";
+import { describe, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { attachChanges } from "./changes.js";
 import { RunsPanel } from "./runs.js";
@@ -40,7 +40,6 @@ export class SessionView {
     this.usage = null;
     this.permissions = new Map();
     this.downTimer = 0;
-    this.features = { fork: false, rewind: false };
     this.build();
     this.transcript = new Transcript(this.log, {
       onPermission: (content) => this.showPermission(content),
@@ -55,12 +54,6 @@ export class SessionView {
       onLive: ({ first }) => this.onLive(first),
       onConnection: (state) => this.onConnection(state),
       onFatal: (text) => this.onFatal(text),
-    });
-    Promise.all([hasRoute("/api/sessions/{id}/fork"), hasRoute("/api/sessions/{id}/rewind")]).then(([fork, rewind]) => {
-      this.features = { fork, rewind };
-      this.root.classList.toggle("can-fork", fork);
-      this.root.classList.toggle("can-rewind", rewind);
-      this.forkButton.hidden = !fork;
     });
     document.addEventListener("keydown", this.onKey);
     document.addEventListener("focusin", this.onFocus);
@@ -99,7 +92,7 @@ export class SessionView {
       type: "button", "aria-expanded": "false", "aria-controls": `runs-${this.sessionId}`,
       onclick: () => this.toggleRuns(),
     }, "Runs");
-    this.forkButton = h("button.ghost-button", { type: "button", hidden: true, onclick: () => this.fork(null) }, "Fork");
+    this.forkButton = h("button.ghost-button", { type: "button", onclick: () => this.fork(null) }, "Fork");
     this.completeButton = h("button.ghost-button", { type: "button", onclick: () => this.complete() }, "Complete");
     this.deleteButton = h("button.ghost-button.danger", { type: "button", onclick: () => this.remove() }, "Delete");
     this.actionError = h("p.error-text", { role: "alert" });
@@ -277,7 +270,7 @@ export class SessionView {
     this.stopButton.lastChild.textContent = this.cancelling ? "Stopping…" : "Stop";
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
-      : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts${this.features.fork ? " (fork it to go on)" : ""}.`
+      : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
         : this.turnRunning ? "The agent is working… (Esc or Stop to cancel)"
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);

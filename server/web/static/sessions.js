@@ -4,10 +4,10 @@
 
 import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, h, sessionTitle, when } from "./dom.js";
+import { SESSION_STATUSES } from "./enums.js";
 
 // Page size of the list: 20, or ?pageSize=N on the page's URL (1..200).
 const PAGE = Math.min(200, Math.max(1, Number(new URLSearchParams(location.search).get("pageSize")) || 20));
-const STATUSES = ["active", "completed", "cancelled", "error"];
 
 export class Sidebar {
   constructor(root, { navigate }) {
@@ -55,7 +55,7 @@ export class Sidebar {
     // Sessions list
     this.filterRepo = h("select#filter-repo", { onchange: () => this.refresh() }, h("option", { value: "" }, "All repositories"));
     this.filterStatus = h("select#filter-status", { onchange: () => this.refresh() },
-      h("option", { value: "" }, "Any status"), STATUSES.map((s) => h("option", { value: s }, s)));
+      h("option", { value: "" }, "Any status"), SESSION_STATUSES.map((s) => h("option", { value: s }, s)));
     this.list = h("ul.session-list", { "aria-label": "Sessions" });
     this.listStatus = h("p.muted.list-status", { role: "status" });
     this.moreButton = h("button.secondary.more-button", { type: "button", hidden: true, onclick: () => this.loadMore() }, "Load more");
