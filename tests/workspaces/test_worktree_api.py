@@ -9,8 +9,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from tests.helpers import create_session
-from tests.server.test_api_repos import assert_error
+from tests.helpers import assert_error, create_session
 from tests.server.test_history import run_turn
 from tests.workspaces.support import git, repo_state
 
