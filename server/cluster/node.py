@@ -46,7 +46,8 @@ FORWARDED = "x-agent-sessions-forwarded"
 SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
 _UUID = "[0-9a-fA-F-]{36}"
 _SESSION_COMMAND = re.compile(
-    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+)?$"
+    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+"
+    r"|/changes|/commit|/merge|/worktree)?$"  # worktrees: the owner's node has the files
 )
 _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 
