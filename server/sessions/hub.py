@@ -44,6 +44,7 @@ from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.status import log_active_count, set_status, status_draft
 from server.sessions.supervision import KeyedLocks, owner_labels, start_error, start_failure_detail
 from server.sessions.transcript import stored_preamble
+from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -73,6 +74,7 @@ class Hub:
         self.services = Services(settings, database, writer, cluster, clock)
         self.db = database
         self.writer = writer
+        writer.on_failure = self.write_failures = WriteFailures(self)
         self.broker = broker
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
@@ -88,6 +90,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
+            tg.start_soon(self.write_failures.run)
             task_status.started()
             await anyio.sleep_forever()
 
