@@ -32,7 +32,7 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, workspaces, ws
+from server.web.routes import history, ops, repos, runs, sessions, stats, workspaces, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -172,6 +172,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *sessions.routes,
         *workspaces.routes,
         *runs.routes,
+        *stats.routes,
         *ws.routes,
         openapi.route(),
     ]

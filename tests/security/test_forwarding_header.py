@@ -18,7 +18,8 @@ from starlette.testclient import TestClient
 from server.cluster import FORWARDED, SECRET, Cluster
 from server.stream.broker import Broker
 from store import open_database
-from tests.security.support import UNKNOWN_ID, app_for, assert_error
+from tests.helpers import assert_error
+from tests.security.support import UNKNOWN_ID, app_for
 
 COMMANDS = [
     ("POST", f"/api/sessions/{UNKNOWN_ID}/prompt", {"text": "hi"}),

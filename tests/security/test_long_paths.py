@@ -20,8 +20,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_bridge.workspace import FileRefused, PathOutsideWorkspace, Workspace
-from tests.helpers import create_session, prompt, run_ended, wait_for_message
-from tests.security.support import app_for, assert_error
+from tests.helpers import assert_error, create_session, prompt, run_ended, wait_for_message
+from tests.security.support import app_for
 
 INVALID_PARAMS = -32602
 LONG_NAME = "a" * 5000  # one component far over NAME_MAX (255)
