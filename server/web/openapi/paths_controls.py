@@ -95,7 +95,13 @@ def control_paths(
     added[("PUT", "/api/sessions/{sessionId}/config/{configId}")] = op(
         "Set one of the agent's config options (ACP session/set_config_option)",
         {200: controls},
-        params=[SESSION, path_param("configId", "A config option id (see controls).")],
+        params=[
+            SESSION,
+            {
+                **path_param("configId", "A config option id (see controls)."),
+                "schema": {"type": "string", "minLength": 1},
+            },
+        ],
         body=request_body(obj(["value"], value=_VALUE)),
         errors=[409, 502, 503],
     )
@@ -131,6 +137,12 @@ def _prompt_content(
                 "content": {"image/*": {"schema": {"type": "string", "format": "binary"}}},
             }
         },
-        params=[SESSION, path_param("sha256", "The image's sha256 (64 hex digits).")],
+        params=[
+            SESSION,
+            {
+                **path_param("sha256", "The image's sha256 (64 lowercase hex digits)."),
+                "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            },
+        ],
         errors=[503],
     )
