@@ -7,12 +7,13 @@ Imports neither ``server`` nor ``store``.
 from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
 from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
 from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
+from agent_bridge.orphans import OrphanSweeper, kill_orphans, owner_marker
 from agent_bridge.process import (
     AgentProcess,
     ProcessSpec,
     agent_environment,
     become_subreaper,
-    kill_orphans,
+    tracked_children,
 )
 from agent_bridge.terminals import OutputBuffer, TerminalHost
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
@@ -27,6 +28,7 @@ __all__ = [
     "AgentStartError",
     "BridgeError",
     "ClientCallbacks",
+    "OrphanSweeper",
     "OutputBuffer",
     "PathOutsideWorkspace",
     "ProcessSpec",
@@ -39,4 +41,6 @@ __all__ = [
     "become_subreaper",
     "connect_agent",
     "kill_orphans",
+    "owner_marker",
+    "tracked_children",
 ]

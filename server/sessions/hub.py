@@ -21,12 +21,15 @@ from anyio.abc import TaskGroup, TaskStatus
 from agent_bridge import (
     AgentExited,
     AgentStartError,
+    OrphanSweeper,
     ProtocolBroken,
     RpcError,
     Workspace,
     WorkspaceError,
     agent_environment,
     kill_orphans,
+    owner_marker,
+    tracked_children,
 )
 from server import metrics
 from server.cluster import Cluster
@@ -51,13 +54,7 @@ __all__ = ["Hub"]
 log = logging.getLogger("agent_sessions.hub")
 security_log = logging.getLogger("agent_sessions.security")
 
-
-def _process_start_time(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "0"
+ORPHAN_SWEEP_INTERVAL = 5.0  # seconds; a session's end sweeps at once
 
 
 def find_exception(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
@@ -94,9 +91,12 @@ class Hub:
         self._resuming: dict[str, anyio.Lock] = {}
         self._tg: TaskGroup | None = None
         self.shutting_down = False
-        prefix = hashlib.sha1(database.url.encode()).hexdigest()[:12]  # noqa: S324 - a label
-        self.owner_prefix = prefix
-        self.owner = f"{prefix}:{os.getpid()}:{_process_start_time(os.getpid())}"
+        # The marker of this server process in its agents' environment: the database, the
+        # node, and this process (pid + start time), so a restart of this node kills only
+        # what a dead process of its own left (agent_bridge.orphans).
+        self.database_hash = hashlib.sha1(database.url.encode()).hexdigest()[:12]  # noqa: S324 - a label
+        self.owner = owner_marker(self.database_hash, cluster.node_id)
+        self.orphans = OrphanSweeper(self.owner, tracked_children)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -104,6 +104,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
+            tg.start_soon(self._orphan_loop)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -122,8 +123,20 @@ class Hub:
         if self.live.get(live.id) is live:
             del self.live[live.id]
 
-    def agent_env(self, agent: AgentConfig) -> dict[str, str]:
-        return agent_environment(os.environ, agent.env, self.owner)
+    def agent_env(self, agent: AgentConfig, session_id: str) -> dict[str, str]:
+        return agent_environment(os.environ, agent.env, self.owner, session_id)
+
+    async def sweep_orphans(self) -> list[int]:
+        """Kill what agents of sessions no longer live here left re-parented to us."""
+        return await self.orphans.sweep(set(self.live))
+
+    async def _orphan_loop(self) -> None:
+        while True:
+            await anyio.sleep(ORPHAN_SWEEP_INTERVAL)
+            try:
+                await self.sweep_orphans()
+            except Exception:
+                log.exception("orphan sweep failed")
 
     async def log_active_count(self, change: str, session_id: str) -> None:
         async with self.db.read() as db:
@@ -542,7 +555,9 @@ class Hub:
         """After a crash: kill agents of the dead server, mark its running runs
         ``interrupted`` and its pending permissions ``cancelled`` (on several nodes:
         only for sessions no live node owns)."""
-        await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
+        await anyio.to_thread.run_sync(
+            kill_orphans, self.database_hash, self.cluster.node_id, self.owner
+        )
         await self.recover_sessions(None)
         async with self.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))

@@ -80,7 +80,9 @@ class LiveSession:
         settings = hub.settings
         self.workspace = Workspace(repo_path, context={"session_id": self.id})
         self.terminals = TerminalHost(
-            self.workspace, base_env=hub.agent_env(self.agent), context={"session_id": self.id}
+            self.workspace,
+            base_env=hub.agent_env(self.agent, self.id),
+            context={"session_id": self.id},
         )
         self.client = AcpClient(
             self,
@@ -106,7 +108,7 @@ class LiveSession:
         spec = ProcessSpec(
             argv=self.agent.argv(self.repo_path),
             cwd=self.repo_path,
-            env=self.hub.agent_env(self.agent),
+            env=self.hub.agent_env(self.agent, self.id),
         )
         crashed = False
         started = False
@@ -153,6 +155,9 @@ class LiveSession:
             with anyio.CancelScope(shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             self.hub.forget(self)
+            with anyio.CancelScope(shield=True):
+                # What the agent detached from its group (setsid, double fork) goes too.
+                await self.hub.sweep_orphans()
             await self.hub.cluster.release(self.id)
             self.finished.set()
             if not started:
