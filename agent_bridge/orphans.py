@@ -81,6 +81,15 @@ def _markers(pid: int) -> dict[str, str]:
     return found
 
 
+def _parse(owner: str) -> tuple[str, str, int | None, str]:
+    """(database hash, node id, pid, start time) of an owner marker; the node id may
+    hold the separator."""
+    database, _, rest = owner.partition(":")
+    node, _, tail = rest.rpartition(":")
+    node, _, pid = node.rpartition(":")
+    return database, node, int(pid) if pid.isdigit() else None, tail
+
+
 def _pids() -> list[int]:
     return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
 
@@ -141,10 +150,12 @@ class OrphanSweeper:
         return killed
 
 
-def kill_orphans(database_hash: str, node_id: str, alive_owner: str) -> list[int]:
-    """Kill every process marked by a server process of this node (``node_id``, same
-    database) that is dead: its owner pid is gone or is another process now (its start
-    time differs). Other nodes' processes, and those of a live server, are left."""
+def kill_orphans(alive_owner: str) -> list[int]:
+    """Kill every process marked by a dead server process of the same node and database
+    as ``alive_owner`` (this server's marker): its owner pid is gone, or is another
+    process now (its start time differs). Other nodes' processes, and those of a live
+    server, are left."""
+    database_hash, node_id = _parse(alive_owner)[:2]
     killed: list[int] = []
     me = os.getpid()
     for pid in _pids():
@@ -153,14 +164,11 @@ def kill_orphans(database_hash: str, node_id: str, alive_owner: str) -> list[int
         owner = _markers(pid).get(OWNER_ENV)
         if owner is None or owner == alive_owner:
             continue
-        database, _, rest = owner.partition(":")
-        try:
-            node, owner_pid, started = rest.rsplit(":", 2)
-            owner_alive = process_start_time(int(owner_pid)) == started
-        except ValueError:
+        database, node, owner_pid, started = _parse(owner)
+        if database != database_hash or node != node_id:
             continue
-        if database != database_hash or node != node_id or owner_alive:
-            continue
+        if owner_pid is not None and process_start_time(owner_pid) == started:
+            continue  # its server lives
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)

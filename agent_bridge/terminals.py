@@ -12,10 +12,8 @@ agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
 The working directory is opened once, checked by its real path (``/proc/self/fd``), and
 entered with ``fchdir`` in the child (by the exec wrapper of ``agent_bridge.spawn``), so
 a directory swapped for a symlink between the check and the start is never followed.
-This confines only where a command *starts*: the command itself runs with the server's
-user rights, like the agent.
-
-POSIX (Linux) only; asyncio only (the server's event loop).
+This confines only where a command *starts*: the command runs with the server's user
+rights, like the agent. POSIX (Linux), asyncio only.
 """
 
 from __future__ import annotations
@@ -81,8 +79,7 @@ class OutputBuffer:
         if excess > 0:
             self.truncated = True
             del self._data[:excess]
-            # Never start with a continuation byte (10xxxxxx): drop the rest of a
-            # character whose first bytes were cut away.
+            # Never start with a continuation byte (10xxxxxx): drop a cut character's rest.
             cut = 0
             while cut < len(self._data) and self._data[cut] & 0xC0 == 0x80:
                 cut += 1

@@ -4,8 +4,9 @@ database, writer, broker, hub and their tasks) is built in the lifespan, nothing
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -24,13 +25,14 @@ from server.cluster import Cluster
 from server.logs import REQUEST_ID
 from server.sessions.agents import load_agents
 from server.sessions.hub import Hub
-from server.settings import Settings
+from server.sessions.workspaces import service as workspace_service
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, ws
+from server.web.routes import history, ops, repos, runs, sessions, workspaces, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -118,7 +120,8 @@ async def auto_register(settings: Settings, db: Database) -> None:
                 log.info("registered repository %s", path, extra={"event": "repo_registered"})
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> Starlette:
+    """The app; ``clock`` is the monotonic clock turn and tool durations are measured on."""
     agents = load_agents(settings)
     settings = settings.with_changes(workspace_root=settings.workspace_root.resolve())
 
@@ -130,14 +133,19 @@ def create_app(settings: Settings) -> Starlette:
         try:
             await upgrade(db)
             broker = Broker()
-            cluster = Cluster(settings, db, broker)
+
+            async def take_over(session_ids: set[str]) -> None:  # runs once the hub exists
+                await hub.recover_sessions(session_ids)
+
+            cluster = Cluster(settings, db, broker, on_takeover=take_over)
             writer = Writer(db, broker, notify=cluster.notify if cluster.enabled else None)
-            hub = Hub(settings, db, writer, broker, agents, cluster)
+            hub = Hub(settings, db, writer, broker, agents, cluster, clock)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)
                 await tg.start(hub.run)
                 await tg.start(cluster.run)
                 await hub.recover()
+                await workspace_service.recover(hub)
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
                 app.state.agent_sessions = AppState(
@@ -147,12 +155,12 @@ def create_app(settings: Settings) -> Starlette:
                 try:
                     yield
                 finally:
-                    with anyio.CancelScope(shield=True):
-                        await hub.shutdown()
+                    await hub.shutdown()  # bounded: each agent's stop has a deadline
+                    with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                         await writer.drain()
                     tg.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await db.close()
 
     routes = [
@@ -160,6 +168,7 @@ def create_app(settings: Settings) -> Starlette:
         *repos.routes,
         *history.routes,
         *sessions.routes,
+        *workspaces.routes,
         *runs.routes,
         *ws.routes,
         openapi.route(),

@@ -20,7 +20,12 @@ from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-__all__ = ["DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+__all__ = ["CLEANUP_SECONDS", "DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+
+# A shielded cleanup (a status commit, a lease release, closing an agent's terminals or a
+# connection) runs through cancellation, but not forever: a hung database or agent must not
+# make shutdown or a request hang. Generous: a healthy cleanup takes milliseconds.
+CLEANUP_SECONDS = 15.0
 
 DEMO_AGENT_COMMAND = f"{shlex.quote(sys.executable)} -m agent_bridge.demo_agent"
 
@@ -238,6 +243,24 @@ class Settings:
     )
     max_agent_line_bytes: int = _setting(
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
+    )
+    max_diff_bytes: int = _setting(
+        "MAX_DIFF_BYTES", _int(1024), "1048576", "largest patch in a changes answer"
+    )
+    default_isolation: str = _setting(
+        "DEFAULT_ISOLATION",
+        _choice("none", "worktree"),
+        "none",
+        "isolation of sessions created without one: none or worktree",
+    )
+    git_author_name: str = _setting(
+        "GIT_AUTHOR_NAME", _command, "agent-sessions", "author name of commit and merge"
+    )
+    git_author_email: str = _setting(
+        "GIT_AUTHOR_EMAIL",
+        _command,
+        "agent-sessions@localhost",
+        "author email of commit and merge",
     )
     api_token: str | None = _setting(
         "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True

@@ -4,7 +4,7 @@ Repository functions take an ``AsyncSession`` and never commit; the caller owns 
 transaction.
 """
 
-from store import messages, permissions, repos, runs, sessions
+from store import messages, permissions, repos, runs, sessions, workspaces
 from store.engine import Database, open_database
 from store.migrate import downgrade, upgrade
 from store.models import (
@@ -40,4 +40,5 @@ __all__ = [
     "sessions",
     "upgrade",
     "utcnow",
+    "workspaces",
 ]

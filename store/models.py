@@ -105,6 +105,13 @@ class SessionRecord(Base):
     # Set when the agent's context must be rebuilt from the transcript before the next turn.
     needs_context: Mapped[bool] = mapped_column(Boolean, default=False)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JsonType, default=dict)
+    # The session's workspace (API.md, Worktrees and changes): ``none`` works in the
+    # repository itself; ``worktree`` in ``workspace_path`` on ``branch``.
+    isolation: Mapped[str] = mapped_column(String(16), default="none", server_default="none")
+    workspace_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    branch: Mapped[str | None] = mapped_column(Text, nullable=True)
+    base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
+    base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Message(Base):

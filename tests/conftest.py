@@ -113,6 +113,12 @@ def test_database_url(tmp_path: Path) -> str:
 test_database_url.__test__ = False  # type: ignore[attr-defined]
 
 
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    """test_database_url, as a fixture (tests that open the store themselves)."""
+    return test_database_url(tmp_path)
+
+
 def settings_env(tmp_path: Path, workspace_root: Path, **env: Any) -> dict[str, str]:
     base = {
         "AGENT_WORKSPACE_ROOT": str(workspace_root),

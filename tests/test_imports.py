@@ -182,18 +182,7 @@ def server_imports(path: Path) -> set[str]:
     return {n for n in imported(path) if top(n) == "server" and n != "server"}
 
 
-@pytest.mark.parametrize(
-    "layer",
-    [
-        pytest.param(
-            layer,
-            marks=[pytest.mark.xfail(strict=True, reason="sessions still raise web errors")]
-            if layer == "server.sessions"
-            else [],
-        )
-        for layer in sorted(LAYERS)
-    ],
-)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
 def test_server_layers_point_down(layer: str) -> None:
     directory = ROOT / Path(*layer.split("."))
     offenders = set()
@@ -220,7 +209,6 @@ def test_the_session_domain_imports_no_web_framework() -> None:
     assert offenders == set()
 
 
-@pytest.mark.xfail(strict=True, reason="hub, live_session, history, openapi not split yet")
 def test_no_module_is_over_400_lines() -> None:
     long = {
         f"{path.relative_to(ROOT)}: {n}"

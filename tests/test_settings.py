@@ -24,10 +24,6 @@ NOT_IN_API_MD: set[str] = set()
 NOT_BUILT_YET = {
     "MAX_IMAGE_BYTES",
     "MAX_EMBED_BYTES",
-    "MAX_DIFF_BYTES",
-    "DEFAULT_ISOLATION",
-    "GIT_AUTHOR_NAME",
-    "GIT_AUTHOR_EMAIL",
 }
 
 # Defaults API.md states as a rule; Settings holds "" for them and applies the rule.

@@ -31,7 +31,7 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.settings import Settings
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
 from store import Database, Node, Run, SessionOwner, utcnow
@@ -52,7 +52,13 @@ _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 
 
 class Cluster:
-    def __init__(self, settings: Settings, database: Database, broker: Broker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        database: Database,
+        broker: Broker,
+        on_takeover: Callable[[set[str]], Awaitable[None]] | None = None,
+    ) -> None:
         self.enabled = database.dialect == "postgresql"
         self.db = database
         self.broker = broker
@@ -64,8 +70,8 @@ class Cluster:
         self._notes: deque[tuple[str, int, int]] = deque()
         self._wake = anyio.Event()
         self._http: httpx.AsyncClient | None = None
-        # Set by the hub: interrupt the runs of a session whose owner died.
-        self.recover_sessions: Callable[[set[str]], Awaitable[None]] | None = None
+        # Interrupt the runs of the sessions whose owner died (the hub's recovery).
+        self._on_takeover = on_takeover
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -86,7 +92,7 @@ class Cluster:
                 )
                 task_status.started()
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self._http.aclose()
 
     async def _register(self) -> None:
@@ -146,7 +152,7 @@ class Cluster:
     async def release(self, session_id: str) -> None:
         if not self.enabled:
             return
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):  # else the lease expires
             async with self.db.write() as db, db.begin():
                 await db.execute(
                     delete(SessionOwner).where(
@@ -207,8 +213,8 @@ class Cluster:
                 "from": sorted({r.node_id for r in expired}),
             },
         )
-        if self.recover_sessions is not None:
-            await self.recover_sessions(set(ids))
+        if self._on_takeover is not None:
+            await self._on_takeover(set(ids))
         for session_id in ids:
             await self.release(session_id)
 
@@ -237,7 +243,7 @@ class Cluster:
             try:
                 await lost.wait()
             finally:
-                with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                     if not conn.is_closed():
                         await conn.close()
             log.warning("LISTEN connection lost; viewers of remote sessions will reconnect")

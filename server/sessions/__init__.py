@@ -3,13 +3,23 @@ and its turns, translation of agent updates, transcripts, history, recovery and 
 Imports no web framework."""
 
 __all__ = [
+    "admission",
     "agents",
+    "archive",
+    "errors",
+    "handshake",
     "history",
     "hub",
     "idle",
+    "live_base",
     "live_session",
+    "permission_gate",
     "recovery",
+    "services",
+    "status",
+    "supervision",
     "transcript",
     "translate",
     "turn",
+    "turn_runner",
 ]

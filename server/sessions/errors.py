@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ActiveRecently",
     "AgentStartFailed",
     "Conflict",
     "DomainError",
@@ -17,7 +18,9 @@ __all__ = [
     "Invalid",
     "LimitReached",
     "NotFound",
+    "SessionNotActive",
     "TooLarge",
+    "TurnInProgress",
     "Unavailable",
 ]
 
@@ -35,16 +38,45 @@ class DomainError(Exception):
 
 
 class NotFound(DomainError):
-    """No such thing (``<what>_not_found``)."""
+    """No such thing (``<what>_not_found``); by default the message names its id."""
 
-    def __init__(self, what: str, ident: str) -> None:
+    def __init__(
+        self,
+        what: str,
+        ident: str,
+        message: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(
-            f"{what}_not_found", f"No {what.replace('_', ' ')} with id {ident}.", {"id": ident}
+            f"{what}_not_found",
+            message or f"No {what.replace('_', ' ')} with id {ident}.",
+            {"id": ident} if details is None else details,
         )
 
 
 class Conflict(DomainError):
     """The request is fine but the state forbids it now (not active, turn in progress, …)."""
+
+
+class SessionNotActive(Conflict):
+    """The session is not ``active`` (or is stopping): it takes no such command."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("session_not_active", message)
+
+
+class TurnInProgress(Conflict):
+    """A turn is running, and this needs the session quiet."""
+
+    def __init__(self, message: str = "A turn is running; cancel it first.") -> None:
+        super().__init__("turn_in_progress", message)
+
+
+class ActiveRecently(Conflict):
+    """The idle sweep's candidate was used after the sweep began: it is not idle."""
+
+    def __init__(self) -> None:
+        super().__init__("session_active_recently", "The session was used since the sweep began.")
 
 
 class Invalid(DomainError):

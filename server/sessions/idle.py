@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from server.web.errors import ApiError
+from server.sessions.errors import ActiveRecently, SessionNotActive
 from store import sessions as session_store
 from store import utcnow
 
@@ -30,7 +30,7 @@ async def sweep_idle(hub: Hub) -> list[str]:
             continue
         try:
             await hub.end_session(record.id, "completed", "idle_timeout", idle_before=cutoff)
-        except ApiError:
+        except (SessionNotActive, ActiveRecently):  # ended or used meanwhile: not idle now
             continue
         ended.append(record.id)
     return ended

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from server.sessions.status import status_draft
 from server.stream.writer import Draft
 from store import permissions as permission_store
 from store import runs as run_store
@@ -16,16 +17,9 @@ from store import utcnow
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
 
-__all__ = ["recover_sessions", "status_draft"]
+__all__ = ["recover_sessions"]
 
 log = logging.getLogger("agent_sessions.hub")
-
-
-def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None) -> Draft:
-    """A session status change, as a message."""
-    return Draft(
-        "system", {"type": "status", "status": status, "reason": reason, "detail": detail or {}}
-    )
 
 
 async def recover_sessions(hub: Hub, only: set[str] | None) -> None:

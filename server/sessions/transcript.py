@@ -29,9 +29,10 @@ from typing import Any
 
 import orjson
 
-from store import Message
+from store import Database, Message
+from store import messages as message_store
 
-__all__ = ["build_transcript", "render_preamble"]
+__all__ = ["build_transcript", "render_preamble", "stored_preamble"]
 
 _ENDED = {
     "cancelled": "The previous turn was cancelled before it finished.",
@@ -149,3 +150,13 @@ def render_preamble(transcript: list[dict[str, Any]]) -> str:
             )
     lines += ["", "[End of the earlier conversation. The new request follows.]", ""]
     return "\n".join(lines)
+
+
+async def stored_preamble(database: Database, session_id: str) -> str:
+    """The preamble of a session's stored conversation ("" when it has none)."""
+    async with database.read() as db:
+        rows = await message_store.list_messages(
+            db, session_id, message_store.MessageFilter(), limit=None
+        )
+    transcript = build_transcript(rows)
+    return render_preamble(transcript) if transcript else ""

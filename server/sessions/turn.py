@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,19 +82,19 @@ class ToolBook:
         if call is None:
             self._asked_early.add(call_id)  # its row is made by the message that follows
         elif call.waiting_since is None:
-            call.waiting_since = time.monotonic()
+            call.waiting_since = self._turn.clock()
 
     def permission_decided(self, call_id: str) -> None:
         self._asked_early.discard(call_id)
         call = self._calls.get(call_id)
         if call is not None:
-            call.stop_waiting(time.monotonic())
+            call.stop_waiting(self._turn.clock())
 
     def record(self, content: dict[str, Any], message_id: str) -> Any:
         """Book a tool message; returns the op that writes its row (or None)."""
         call_id = str(content.get("toolCallId"))
         status = str(content.get("status"))
-        now = time.monotonic()
+        now = self._turn.clock()
         values: dict[str, Any] = {
             "message_id": message_id,
             "tool_name": content.get("tool"),
@@ -172,7 +173,9 @@ class Turn:
     # The agent's cumulative cost (usage_update.cost.amount) before this run, when the
     # caller knows it; without it the change is measured from the run's first report.
     cost_base: float | None = None
-    started: float = field(default_factory=time.monotonic)
+    # The monotonic clock durations are measured on (injected by tests).
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(init=False)
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_requested: bool = False
     finished: bool = False  # the run's end is stored (or being stored)
@@ -184,6 +187,7 @@ class Turn:
     tools: ToolBook = field(init=False)
 
     def __post_init__(self) -> None:
+        self.started = self.clock()
         self.tools = ToolBook(self)
 
     @property

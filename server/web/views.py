@@ -7,7 +7,15 @@ from typing import Any
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
 
-__all__ = ["iso", "message_view", "repo_view", "run_view", "session_view", "tool_call_view"]
+__all__ = [
+    "iso",
+    "message_view",
+    "repo_view",
+    "run_view",
+    "session_view",
+    "tool_call_view",
+    "workspace_view",
+]
 
 
 def repo_view(repo: Repo) -> dict[str, Any]:
@@ -40,6 +48,17 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         "parentRunId": session.parent_run_id,
         "forkedFrom": forked,
         "metadata": session.meta or {},
+        "workspace": workspace_view(session, repo),
+    }
+
+
+def workspace_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
+    return {
+        "path": session.workspace_path or repo.path,
+        "isolation": session.isolation or "none",
+        "branch": session.branch,
+        "baseRef": session.base_ref,
+        "baseCommit": session.base_commit,
     }
 
 

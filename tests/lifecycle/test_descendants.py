@@ -56,7 +56,9 @@ def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Pa
         assert all(alive(pid) for pid in daemons.values())
         assert os.getsid(daemons[end]) != os.getsid(live_agent_pid(client, end))  # detached
         hub = client.app.state.agent_sessions.hub
-        assert client.portal.call(hub.sweep_orphans) == []  # both sessions live: kept
+        assert (
+            client.portal.call(hub.orphans.sweep, set(hub.live)) == []
+        )  # both sessions live: kept
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
@@ -143,7 +145,7 @@ def test_start_sweep_kills_only_what_a_dead_process_of_its_own_node_left(
             wait_until(
                 lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes()
             )
-            found = kill_orphans("db", "node:1", me)
+            found = kill_orphans(me)
             assert (process.pid in found) is killed
             process.wait(10) if killed else None
             assert (process.poll() is not None) is killed

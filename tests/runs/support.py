@@ -11,11 +11,11 @@ from starlette.testclient import TestClient
 from tests.helpers import is_type, messages, run_ended, wait_for_message
 
 __all__ = [
+    "Clock",
     "all_pages",
     "demo_repo",
     "finished_run",
     "get_ok",
-    "hold_for",
     "page",
     "permission_message",
     "tool_calls",
@@ -75,14 +75,21 @@ def permission_message(client: TestClient, session_id: str) -> dict[str, Any]:
     return wait_for_message(client, session_id, is_type("permission", outcome=None))
 
 
-def hold_for(seconds: float) -> float:
-    """Let ``seconds`` of wall-clock time pass (only where that time is what a test
-    measures); returns the monotonic time it actually took."""
-    start = time.monotonic()
-    deadline = start + seconds
-    while time.monotonic() < deadline:
-        time.sleep(0.01)
-    return time.monotonic() - start
+class Clock:
+    """A monotonic clock to inject (``Turn(clock=)``, ``create_app(clock=)``): manual from
+    1000.0, or following real time (``follow=True``); ``advance`` jumps it forward, so a
+    test makes time pass without waiting for it."""
+
+    def __init__(self, *, follow: bool = False) -> None:
+        self.now = 1000.0
+        self._base = time.monotonic() if follow else None
+
+    def __call__(self) -> float:
+        real = time.monotonic() - self._base if self._base is not None else 0.0
+        return self.now + real
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def stored(client: TestClient, session_id: str, kind: str) -> list[dict[str, Any]]:

@@ -3,27 +3,15 @@ permission waits, the row writes they hand to the writer, and the run's cost."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-import server.sessions.turn as turn_module
 from server.sessions.turn import Turn
 from store import Run, ToolCall
+from tests.runs.support import Clock
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Db:
@@ -40,11 +28,8 @@ class Db:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
-    # Only server.sessions.turn's clock: anyio and the rest keep the real one.
-    monkeypatch.setattr(turn_module, "time", SimpleNamespace(monotonic=fake))
-    return fake
+def clock() -> Clock:
+    return Clock()  # injected into each Turn: anyio and the rest keep the real one
 
 
 def tool(call_id: str, status: str, **extra: Any) -> dict[str, Any]:
@@ -72,7 +57,7 @@ def last_write(db: Db, table: str) -> dict[str, Any]:
 
 
 async def test_steps_continue_from_the_base_and_the_run_step_count_follows(clock: Clock) -> None:
-    turn, db = Turn("run-1", max_steps=3, step_base=45, session_id="s"), Db()
+    turn, db = Turn("run-1", max_steps=3, step_base=45, session_id="s", clock=clock), Db()
     await book(turn, db, "a", "pending")
     await book(turn, db, "b", "pending")
     await book(turn, db, "a", "in_progress")
@@ -93,7 +78,7 @@ async def test_steps_continue_from_the_base_and_the_run_step_count_follows(clock
 
 
 async def test_duration_runs_from_in_progress_to_finished(clock: Clock) -> None:
-    turn, db = Turn("r", max_steps=10), Db()
+    turn, db = Turn("r", max_steps=10, clock=clock), Db()
     await book(turn, db, "a", "pending")
     clock.advance(5)  # model time before the tool starts: not the tool's
     await book(turn, db, "a", "in_progress")
@@ -106,7 +91,7 @@ async def test_duration_runs_from_in_progress_to_finished(clock: Clock) -> None:
 
 
 async def test_permission_waits_are_left_out_before_and_after_in_progress(clock: Clock) -> None:
-    turn, db = Turn("r", max_steps=10), Db()
+    turn, db = Turn("r", max_steps=10, clock=clock), Db()
     await book(turn, db, "a", "pending")
     turn.tools.permission_asked("a")
     clock.advance(30)
@@ -123,7 +108,7 @@ async def test_permission_waits_are_left_out_before_and_after_in_progress(clock:
 
 async def test_a_permission_asked_before_any_update_is_left_out(clock: Clock) -> None:
     """The live session books the permission before the tool message that makes the row."""
-    turn, db = Turn("r", max_steps=10), Db()
+    turn, db = Turn("r", max_steps=10, clock=clock), Db()
     turn.tools.permission_asked("bare")
     await book(turn, db, "bare", "pending")
     clock.advance(42)
@@ -136,7 +121,7 @@ async def test_a_permission_asked_before_any_update_is_left_out(clock: Clock) ->
 async def test_a_call_cancelled_while_waiting_on_permission_has_no_wait_in_its_duration(
     clock: Clock,
 ) -> None:
-    turn, db = Turn("r", max_steps=10), Db()
+    turn, db = Turn("r", max_steps=10, clock=clock), Db()
     await book(turn, db, "a", "pending")
     turn.tools.permission_asked("a")
     clock.advance(9)
@@ -158,7 +143,7 @@ def test_cost_is_the_change_of_the_cumulative_cost() -> None:
 
 
 async def test_updates_of_one_call_merge_into_one_write_per_commit(clock: Clock) -> None:
-    turn = Turn("run-1", max_steps=50, session_id="s")
+    turn = Turn("run-1", max_steps=50, session_id="s", clock=clock)
     db = Db()
     insert = turn.tools.record(tool("c1", "pending"), "m1")
     first = turn.tools.record(tool("c1", "in_progress"), "m2")

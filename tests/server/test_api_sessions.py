@@ -40,6 +40,7 @@ SESSION_KEYS = {
     "parentRunId",
     "forkedFrom",
     "metadata",
+    "workspace",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 

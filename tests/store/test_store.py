@@ -1,14 +1,14 @@
-"""Repository functions on a real SQLite file: they never commit, the caller owns the
-transaction."""
+"""Repository functions on a real SQLite file (and on PostgreSQL in the second pass): they
+never commit, the caller owns the transaction."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from store import Database, Message, Repo, SessionRecord, open_database, upgrade, utcnow
 from store import messages as message_store
@@ -22,8 +22,8 @@ T0 = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
 @pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    db = open_database(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = open_database(database_url)
     await upgrade(db)
     try:
         yield db
@@ -246,7 +246,7 @@ async def test_message_seq_is_unique_per_session(database: Database, repo: str) 
         db.add(session_record("s1"))
         await db.flush()
         await message_store.insert_messages(db, [message_row("s1", 1)])
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(IntegrityError, match="(?i)unique"):
         async with database.write() as db, db.begin():
             await message_store.insert_messages(db, [message_row("s1", 1, id="other")])
 

@@ -16,6 +16,7 @@ from typing import IO, Any
 import anyio
 
 from server.cli.client.api import Api, CliError
+from server.cli.client.workspace import run_command
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
 TOOL_MARKS = {
@@ -129,7 +130,7 @@ class Chat:
             self.gone = self.gone or "the connection to the server was lost"
         finally:
             self.end_stream()
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(5, shield=True):  # a server that does not answer
                 await self.ws.close()
         if self.gone:
             raise CliError(self.gone)
@@ -164,13 +165,17 @@ class Chat:
         s = self.session
         self.line(
             f"session {s['id']} on {s['repo']['name']} (agent {s['agentId']}); "
-            "type a prompt, /quit to leave"
+            "type a prompt, /diff, /commit MSG, /merge [BRANCH], /quit to leave"
         )
         while self.gone is None:
             text = await self.read_line("you> ")
             if text is None or text.strip() in ("/quit", "/exit"):
                 return
             if not text.strip():
+                continue
+            answer = await run_command(self.api, s["id"], text)
+            if answer is not None:
+                self.line(answer)
                 continue
             done = self.turn_done = anyio.Event()
             reply = await self.request({"type": "prompt", "text": text})

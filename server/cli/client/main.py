@@ -107,9 +107,13 @@ def open_chat_session(args: argparse.Namespace, api: Api) -> dict[str, Any]:
             body["agentId"] = args.agent
         if args.title:
             body["title"] = args.title
+        if args.worktree:
+            body["isolation"] = "worktree"
         print(f"starting an agent on {repo['name']} ...", file=sys.stderr)
         session: dict[str, Any] = api.call("POST", "/api/sessions", json=body)
-        print(f"created session {session['id']}", file=sys.stderr)
+        branch = session.get("workspace", {}).get("branch")
+        where = f" in its own worktree on branch {branch}" if branch else ""
+        print(f"created session {session['id']}{where}", file=sys.stderr)
         return session
     if args.copy:
         body = {} if args.to_point is None else {"uptoSeq": args.to_point}
@@ -148,6 +152,7 @@ def _check_chat_options(args: argparse.Namespace) -> None:
         ("--from-point", args.from_point, args.overwrite, "--overwrite"),
         ("--agent", args.agent, args.repo, "--repo"),
         ("--title", args.title, args.repo or args.copy, "--repo or --copy"),
+        ("--worktree", args.worktree or None, args.repo, "--repo"),
     ]
     for option, value, needed, which in pairs:
         if value is not None and not needed:
@@ -234,6 +239,11 @@ def add_commands(sub: Any) -> None:
         "--agent", help="with --repo: the agent id (default: the server's default agent)"
     )
     p.add_argument("--title", help="with --repo or --copy: the new session's title")
+    p.add_argument(
+        "--worktree",
+        action="store_true",
+        help="with --repo: work in an isolated git worktree on a new branch agent/<hex>",
+    )
     p.set_defaults(func=_run(cmd_chat))
 
     p = sub.add_parser("export", parents=[common], help="write a session as NDJSON")

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from server.sessions import history
+from server.sessions import archive, history
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -65,7 +65,12 @@ async def rewind(request: Request) -> Response:
     body = await read_json(request, state.settings.max_body_bytes)
     to_seq = _seq_field(body, "toSeq", required=True)
     assert to_seq is not None
-    record, _dropped = await history.rewind_session(state.hub, session_id, to_seq)
+    restore = body.get("restoreFiles", False)
+    if not isinstance(restore, bool):
+        raise ApiError.validation("restoreFiles must be true or false.", field="restoreFiles")
+    record, _dropped = await history.rewind_session(
+        state.hub, session_id, to_seq, restore_files=restore
+    )
     return JSONResponse(await session_json(state, record))
 
 
@@ -74,7 +79,7 @@ async def export(request: Request) -> Response:
     record = await state.hub.get_record(uuid_param(request, "session_id"))
     headers = {"Content-Disposition": f'attachment; filename="session-{record.id}.ndjson"'}
     return StreamingResponse(
-        history.export_lines(state.hub, record), media_type=NDJSON, headers=headers
+        archive.export_lines(state.hub, record), media_type=NDJSON, headers=headers
     )
 
 
@@ -90,8 +95,8 @@ async def import_session(request: Request) -> Response:
     if repo_id is not None:
         repo_id = check_uuid(repo_id, "repoId")
     agent_id = request.query_params.get("agentId") or None
-    archive = history.parse_archive(body)
-    record = await history.import_archive(state.hub, archive, repo_id, agent_id)
+    parsed = archive.parse_archive(body)
+    record = await archive.import_archive(state.hub, parsed, repo_id, agent_id)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 

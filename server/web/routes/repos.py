@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_bridge import PathOutsideWorkspace, Workspace, WorkspaceError
+from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import read_json, require_str, resource, uuid_param
@@ -100,7 +101,13 @@ async def get_repo(request: Request) -> Response:
 async def delete_repo(request: Request) -> Response:
     """Unregister; its finished sessions (and their logs) go with it."""
     repo_id = uuid_param(request, "repo_id")
-    async with app_state(request).db.write() as db, db.begin():
+    state = app_state(request)
+    async with state.db.read() as db:
+        repo = await repo_store.get_repo(db, repo_id)
+        busy = repo is not None and await repo_store.count_active_sessions_of_repo(db, repo_id)
+    if repo is not None and not busy:  # its sessions' worktrees and checkpoints go first
+        await workspace_service.remove_repo_worktrees(state.hub, repo_id, Path(repo.path))
+    async with state.db.write() as db, db.begin():
         repo = await repo_store.get_repo(db, repo_id)
         if repo is None:
             raise ApiError.not_found("repo", repo_id)

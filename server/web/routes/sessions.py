@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -25,6 +26,7 @@ from server.web.requests import (
     time_id_cursor,
     uuid_param,
 )
+from server.web.routes import workspaces
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
 from store import SessionRecord
@@ -69,7 +71,10 @@ async def create_session(request: Request) -> Response:
     parent = require_str(body, "parentRunId", optional=True)
     if parent is not None:
         parent = check_uuid(parent, "parentRunId")
+    isolation, base_ref = workspaces.create_options(body)
+    plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
     record = await state.hub.create_session(repo_id, agent_id, title, parent)
+    await workspace_service.make_worktree(state.hub, record, plan)
     await state.hub.start_new(record)
     record = await state.hub.get_record(record.id)
     return JSONResponse(await session_json(state, record), status_code=201)

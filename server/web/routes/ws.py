@@ -11,7 +11,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from server import metrics
-from server.sessions.errors import DomainError
+from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
@@ -34,7 +34,7 @@ async def stream(websocket: WebSocket) -> None:
         after = int(websocket.query_params.get("after", "0"))
         if after < 0:
             raise ValueError
-    except (ApiError, ValueError):
+    except (ApiError, NotFound, ValueError):
         await websocket.close(CLOSE_NOT_FOUND, "unknown session")
         return
     if state.hub.shutting_down:

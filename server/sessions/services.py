@@ -1,0 +1,25 @@
+"""What a live session is given at construction: the server's services (settings, the
+database, the writer, the cluster), frozen, so that it never reaches back into the hub.
+``CLEANUP_SECONDS`` (from settings) bounds every shielded cleanup."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from server.cluster import Cluster
+from server.settings import CLEANUP_SECONDS, Settings
+from server.stream.writer import Writer
+from store import Database
+
+__all__ = ["CLEANUP_SECONDS", "Services"]
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    db: Database
+    writer: Writer
+    cluster: Cluster
+    clock: Callable[[], float] = time.monotonic  # durations of turns and tool calls

@@ -1,0 +1,40 @@
+"""Message ids: UUID version 7, each sorting after the one before it (within one
+millisecond too, and when the clock steps back), unique under load."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+import server.stream.writer as writer_module
+from server.stream.writer import new_id
+
+
+def test_ids_are_uuid_version_7_with_the_rfc_variant() -> None:
+    parsed = uuid.UUID(new_id())
+    assert parsed.version == 7
+    assert parsed.variant == uuid.RFC_4122
+
+
+def test_a_flood_of_ids_is_strictly_increasing_and_unique() -> None:
+    ids = [new_id() for _ in range(200_000)]  # many per millisecond
+    assert len(set(ids)) == len(ids)
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    assert ids == sorted(ids, key=lambda i: uuid.UUID(i).int)  # text order is number order
+
+
+def test_the_order_holds_when_the_clock_stands_still_or_steps_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1_800_000_000_000 * 1_000_000]  # ns
+    monkeypatch.setattr(writer_module, "time", SimpleNamespace(time_ns=lambda: now[0]))
+    monkeypatch.setattr(writer_module, "_last_millis", 0)
+    ids = [new_id() for _ in range(5000)]  # more than the 12-bit counter holds in 1 ms
+    now[0] -= 10_000_000_000  # the wall clock steps back 10 s
+    ids += [new_id() for _ in range(100)]
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    millis = [uuid.UUID(i).int >> 80 for i in ids]
+    assert millis[0] == 1_800_000_000_000
+    assert millis[-1] - millis[0] <= 3  # it borrowed a few milliseconds, no more

@@ -1,0 +1,147 @@
+"""The writer on a real database: group commit (what was queued together commits in one
+transaction, seqs in submit order), retry of a failed commit, one failing operation
+(its whole batch fails, nothing of it is stored or published, the next batch is fine),
+and backpressure (``wait_capacity`` waits while too many rows are queued)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+import server.stream.writer as writer_module
+from server.stream.broker import Broker
+from server.stream.writer import Draft, Writer
+from store import Database, Repo, open_database, upgrade
+from store import messages as message_store
+from store import repos as repo_store
+from tests.store.test_store import T0, session_record
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = open_database(database_url)
+    await upgrade(db)
+    async with db.write() as session, session.begin():
+        await repo_store.add_repo(
+            session, Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=T0)
+        )
+        session.add(session_record("s1"))
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+def text(n: int) -> Draft:
+    return Draft("agent", {"type": "text", "text": f"m{n}", "partial": False})
+
+
+async def stored_seqs(database: Database) -> list[int]:
+    async with database.read() as db:
+        rows = await message_store.list_messages(
+            db, "s1", message_store.MessageFilter(), limit=None
+        )
+    return [m.seq for m in rows]
+
+
+async def test_what_was_queued_together_commits_in_one_transaction(database: Database) -> None:
+    broker = Broker()
+    viewer = broker.subscribe("s1")
+    writer = Writer(database, broker)
+    writer.open_session("s1", 0)
+    sessions: list[AsyncSession] = []
+
+    async def note(db: AsyncSession) -> None:
+        sessions.append(db)
+
+    receipts = [writer.submit("s1", [text(n)], [note]) for n in range(1, 51)]
+    assert len(viewer) == 0  # nothing is published before its commit
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        rows = [await r.wait() for r in receipts]
+        await writer.drain()
+    assert [row["seq"] for batch in rows for row in batch] == list(range(1, 51))
+    assert len(sessions) == 50 and len({id(s) for s in sessions}) == 1  # one transaction
+    assert await stored_seqs(database) == list(range(1, 51))
+    assert [seq for seq, _frame in await viewer.wait_frames()] == list(range(1, 51))
+
+
+async def test_a_commit_that_fails_is_retried(database: Database) -> None:
+    writer = Writer(database, Broker())
+    writer.open_session("s1", 0)
+    attempts = 0
+
+    async def flaky(_db: AsyncSession) -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise OSError("the database went away for a moment")
+
+    receipt = writer.submit("s1", [text(1), text(2)], [flaky])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        await receipt.wait()
+        await writer.drain()
+    assert attempts == 3
+    assert await stored_seqs(database) == [1, 2]  # the failed attempts were rolled back
+
+
+async def test_one_failing_operation_fails_its_batch_and_only_its_batch(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_module, "COMMIT_RETRIES", 2)  # each retry backs off
+    broker = Broker()
+    viewer = broker.subscribe("s1")
+    writer = Writer(database, broker)
+    writer.open_session("s1", 0)
+
+    async def broken(_db: AsyncSession) -> None:
+        raise ValueError("a bad operation")
+
+    good = writer.submit("s1", [text(1)])
+    bad = writer.submit("s1", [text(2)], [broken])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        with pytest.raises(ValueError, match="a bad operation"):
+            await bad.wait()
+        with pytest.raises(ValueError, match="a bad operation"):
+            await good.wait()  # committed together, failed together
+        assert await stored_seqs(database) == []
+        assert len(viewer) == 0  # nothing of the failed batch was published
+        after = writer.submit("s1", [text(3)])
+        await after.wait()
+        await writer.drain()
+    assert await stored_seqs(database) == [3]  # seqs are not reused
+    assert [seq for seq, _frame in await viewer.wait_frames()] == [3]
+
+
+async def test_backpressure_waits_while_too_many_rows_are_queued(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_module, "MAX_PENDING_ROWS", 10)
+    monkeypatch.setattr(writer_module, "MAX_BATCH_ROWS", 4)
+    writer = Writer(database, Broker())
+    writer.open_session("s1", 0)
+    receipts = [writer.submit("s1", [text(n)]) for n in range(1, 13)]
+    assert writer.over_capacity
+    released: list[bool] = []
+
+    async def producer() -> None:
+        await writer.wait_capacity()
+        released.append(True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(producer)
+        await anyio.wait_all_tasks_blocked()
+        assert released == []  # still waiting: no commit has run yet
+        tg.start_soon(writer.run)
+        await receipts[-1].wait()
+        await writer.drain()
+    assert released == [True]
+    assert not writer.over_capacity
+    assert await stored_seqs(database) == list(range(1, 13))
