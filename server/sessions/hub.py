@@ -149,17 +149,17 @@ class Hub:
     async def _supervise(
         self, live: LiveSession, restore: Restore, *, task_status: TaskStatus[None]
     ) -> None:
-        """Run a live session in the hub's task group; whatever ends it (stopped, crashed,
-        failed to start), record a crash, forget it and release its lease."""
+        """Run a live session in the hub's task group; whatever ends it, kill what it
+        detached, record a crash, forget it and release its lease."""
         try:
             await live.run(restore, task_status=task_status)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await self.orphans.sweep(set(self.live) - {live.id})
                 if live.crashed:
                     await self._record_crash(live)
             self.forget(live)
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                await self.orphans.sweep(set(self.live))  # what it detached goes too
                 await self.cluster.release(live.id)
             live.finished.set()
 
