@@ -2,12 +2,14 @@
 only; ``python tests/fuzz/raw_agent.py DIR``.
 
 ``initialize`` and ``session/new`` are answered normally. The n-th ``session/prompt``
-runs turn n of ``DIR/script.json`` (a list of turns, each a list of steps), then answers
+runs turn n of ``DIR/script.json`` (a list of turns, each a list of steps; read at each
+prompt, so a test may rewrite it between sessions), then answers
 the prompt ``end_turn`` (unless a step hangs). Steps:
 
 ``{"write": B64}``      write these bytes to stdout as they are (any framing, any garbage).
 ``{"await": [ID...]}``  read stdin until an answer (a message without ``method``) has
-                        come for each of these ids (JSON values compared exactly).
+                        come for each of these ids, as many as listed (JSON values
+                        compared exactly).
 ``{"detach": PATH}``    start a process that calls setsid() and double-forks into the
                         background (stdout inherited), writes its pid to PATH, then
                         sleeps for ever.
@@ -24,6 +26,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ def key(value: Any) -> str:
 
 class Agent:
     def __init__(self, folder: Path) -> None:
-        self.script = json.loads((folder / "script.json").read_text())
+        self.folder = folder
         self.log = (folder / "received.log").open("ab", buffering=0)
         self.turn = 0
         self.answered: list[str] = []
@@ -63,8 +66,8 @@ class Agent:
                 sys.stdout.buffer.write(base64.b64decode(step["write"]))
                 sys.stdout.buffer.flush()
             elif "await" in step:
-                wanted = [key(i) for i in step["await"]]
-                while not all(w in self.answered for w in wanted):
+                wanted = Counter(key(i) for i in step["await"])
+                while any(self.answered.count(k) < n for k, n in wanted.items()):
                     self.read()
             elif "detach" in step:
                 detach(step["detach"])
@@ -86,7 +89,8 @@ class Agent:
             elif method == "session/new":
                 self.send({"id": ident, "result": {"sessionId": "raw"}})
             elif method == "session/prompt":
-                steps = self.script[self.turn] if self.turn < len(self.script) else []
+                script = json.loads((self.folder / "script.json").read_text())
+                steps = script[self.turn] if self.turn < len(script) else []
                 self.turn += 1
                 self.run_turn(steps)
                 self.send({"id": ident, "result": {"stopReason": "end_turn"}})
