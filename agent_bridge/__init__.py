@@ -7,7 +7,7 @@ Imports neither ``server`` nor ``store``.
 from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
 from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
 from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
-from agent_bridge.orphans import OrphanSweeper, kill_orphans, owner_marker
+from agent_bridge.orphans import SESSION_ENV, OrphanSweeper, kill_orphans, owner_marker
 from agent_bridge.process import (
     AgentProcess,
     ProcessSpec,
@@ -19,6 +19,7 @@ from agent_bridge.terminals import OutputBuffer, TerminalHost
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
+    "SESSION_ENV",
     "PROTOCOL_VERSION",
     "AcpClient",
     "AgentConnection",

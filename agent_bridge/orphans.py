@@ -39,6 +39,7 @@ log = logging.getLogger("agent_sessions.process")
 OWNER_ENV = "AGENT_SESSIONS_OWNER"
 SESSION_ENV = "AGENT_SESSIONS_SESSION"
 SWEEP_TIMEOUT = 2.0
+SWEEP_INTERVAL = 5.0  # seconds between sweeps; a session's end sweeps at once
 
 
 def process_start_time(pid: int) -> str | None:
@@ -148,6 +149,16 @@ class OrphanSweeper:
                 extra={"event": "orphans_killed", "pids": killed},
             )
         return killed
+
+    async def run(self, live_sessions: Callable[[], Collection[str]]) -> None:
+        """Sweep every SWEEP_INTERVAL seconds, for ever: what a session's own end did not
+        catch (a process adopted after it) goes at the latest here."""
+        while True:
+            await anyio.sleep(SWEEP_INTERVAL)
+            try:
+                await self.sweep(live_sessions())
+            except Exception:
+                log.exception("orphan sweep failed")
 
 
 def kill_orphans(alive_owner: str) -> list[int]:

@@ -32,7 +32,7 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, workspaces, ws
+from server.web.routes import history, ops, repos, runs, sessions, stats, workspaces, ws
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -41,7 +41,7 @@ from server.web.security import (
     TokenMiddleware,
 )
 from server.web.state import AppState
-from store import Database, Repo, open_database, upgrade, utcnow
+from store import Database, Repo, open_database, startup_lock, upgrade, utcnow
 from store import repos as repo_store
 
 __all__ = ["create_app"]
@@ -100,10 +100,12 @@ def _prepare_paths(settings: Settings) -> None:
 
 
 async def auto_register(settings: Settings, db: Database) -> None:
-    """Register every git work tree directly under the workspace root."""
+    """Register every git work tree directly under the workspace root (one node at a
+    time: nodes starting together would both find a repository missing and add it)."""
     root = settings.workspace_root.resolve()
     candidates = sorted(p for p in root.iterdir() if p.is_dir() and (p / ".git").exists())
     async with db.write() as session, session.begin():
+        await startup_lock(session)
         for candidate in candidates:
             path = repos.resolve_repo_path(root, str(candidate))
             if await repo_store.get_repo_by_path(session, str(path)) is None:
@@ -170,6 +172,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *sessions.routes,
         *workspaces.routes,
         *runs.routes,
+        *stats.routes,
         *ws.routes,
         openapi.route(),
     ]
@@ -184,7 +187,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
-            Middleware(ForwardingMiddleware),  # commands for sessions another node runs
+            Middleware(ForwardingMiddleware, settings=settings),  # commands for other nodes
         ],
         exception_handlers=exception_handlers,
         lifespan=lifespan,

@@ -37,7 +37,7 @@ from server.stream.frames import message_frame
 from store import Database, Node, Run, SessionOwner, utcnow
 from store import messages as message_store
 
-__all__ = ["CHANNEL", "Cluster", "command_target"]
+__all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "command_target"]
 
 log = logging.getLogger("agent_sessions.cluster")
 
@@ -285,8 +285,8 @@ class Cluster:
             for k, v in headers.items()
             if k.lower() in ("authorization", "content-type", "x-request-id")
         }
-        out[FORWARDED] = self.node_id
-        if self.secret:
+        if self.secret:  # without the secret the owner knows its own sessions by the lease
+            out[FORWARDED] = self.node_id
             out[SECRET] = self.secret
         return out
 
@@ -300,9 +300,8 @@ class Cluster:
         )
 
     def is_forwarded(self, headers: Any) -> bool:
-        if headers.get(FORWARDED) is None:
-            return False
-        return not self.secret or headers.get(SECRET) == self.secret
+        """Sent here by another node (ForwardingMiddleware refused the header unproven)."""
+        return bool(self.secret) and headers.get(FORWARDED) is not None
 
 
 async def command_target(cluster: Cluster, method: str, path: str) -> str | None:

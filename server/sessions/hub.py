@@ -25,7 +25,6 @@ from agent_bridge import (
 )
 from server import metrics
 from server.cluster import Cluster
-from server.sessions import supervision
 from server.sessions.admission import admit, checked_repo_path
 from server.sessions.agents import AgentConfig
 from server.sessions.errors import (
@@ -45,6 +44,7 @@ from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.status import log_active_count, set_status, status_draft
 from server.sessions.supervision import KeyedLocks, process_owner, start_error, start_failure_detail
 from server.sessions.transcript import stored_preamble
+from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -74,6 +74,7 @@ class Hub:
         self.services = Services(settings, database, writer, cluster, clock)
         self.db = database
         self.writer = writer
+        writer.on_failure = self.write_failures = WriteFailures(self)
         self.broker = broker
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
@@ -89,7 +90,8 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
-            tg.start_soon(supervision.sweep_orphans_forever, self.orphans, lambda: set(self.live))
+            tg.start_soon(self.orphans.run, lambda: set(self.live))
+            tg.start_soon(self.write_failures.run)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -110,9 +112,8 @@ class Hub:
         if self.live.get(live.id) is live:
             del self.live[live.id]
 
-    def agent_env(self, record: SessionRecord) -> dict[str, str]:
-        extra = self.agents[record.agent_id].env
-        return agent_environment(os.environ, extra, self.owner, record.id)
+    def agent_env(self, agent: AgentConfig) -> dict[str, str]:
+        return agent_environment(os.environ, agent.env, self.owner)
 
     async def log_active_count(self, change: str, session_id: str) -> None:
         await log_active_count(self.services, change, session_id)
@@ -132,7 +133,7 @@ class Hub:
                 {"owner": owner},
             )
         agent = self.agents[record.agent_id]
-        live = LiveSession(self.services, record, repo_path, agent, self.agent_env(record))
+        live = LiveSession(self.services, record, repo_path, agent, self.agent_env(agent))
         self.live[record.id] = live
         try:
             await self._tg.start(self._supervise, live, restore)
@@ -374,9 +375,8 @@ class Hub:
     # -- recovery and the idle sweep -----------------------------------------------------
 
     async def recover(self) -> None:
-        """After a crash: kill agents of the dead server, mark its running runs
-        ``interrupted`` and its pending permissions ``cancelled`` (on several nodes:
-        only for sessions no live node owns)."""
+        """After a crash: kill what a dead process of this node left, interrupt its running
+        runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
         await anyio.to_thread.run_sync(kill_orphans, self.owner)
         await self.recover_sessions(None)
         async with self.db.read() as db:

@@ -5,8 +5,7 @@ exception group."""
 from __future__ import annotations
 
 import hashlib
-import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,17 +13,12 @@ import anyio
 
 from agent_bridge import AgentStartError, OrphanSweeper, owner_marker, tracked_children
 
-log = logging.getLogger("agent_sessions.hub")
-
-ORPHAN_SWEEP_INTERVAL = 5.0  # seconds
-
 __all__ = [
     "KeyedLocks",
     "find_exception",
     "process_owner",
     "start_error",
     "start_failure_detail",
-    "sweep_orphans_forever",
 ]
 
 
@@ -37,19 +31,6 @@ def process_owner(database_url: str, node_id: str) -> tuple[str, OrphanSweeper]:
     database_hash = hashlib.sha1(database_url.encode()).hexdigest()[:12]  # noqa: S324 - a label
     owner = owner_marker(database_hash, node_id)
     return owner, OrphanSweeper(owner, tracked_children)
-
-
-async def sweep_orphans_forever(
-    sweeper: OrphanSweeper, live_sessions: Callable[[], set[str]]
-) -> None:
-    """Every ORPHAN_SWEEP_INTERVAL seconds, kill what agents of ended sessions left
-    re-parented to this server (a session's end sweeps at once, this catches the rest)."""
-    while True:
-        await anyio.sleep(ORPHAN_SWEEP_INTERVAL)
-        try:
-            await sweeper.sweep(live_sessions())
-        except Exception:
-            log.exception("orphan sweep failed")
 
 
 def find_exception(exc: BaseException, kind: type[BaseException]) -> BaseException | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from server.sessions.admission import refuse_when_full
 from server.sessions.errors import Conflict, Forbidden, Invalid, Unavailable
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
@@ -129,6 +130,7 @@ async def plan_session(
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         return None
+    await refuse_when_full(hub.services)  # a refused create costs no git call
     path = Path(repo.path)
     chosen = isolation or settings.default_isolation
     try:
@@ -210,7 +212,7 @@ async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> N
 
 
 def _checkpoint(path: Path, session_id: str, run_id: str, who: Author) -> str | None:
-    if not checkpoints.is_work_tree(path):
+    if not (path / ".git").exists() or not checkpoints.is_work_tree(path):
         return None
     ref = checkpoints.checkpoint_ref(session_id, run_id)
     return checkpoints.checkpoint(path, session_id, ref, who, f"checkpoint before run {run_id}")
