@@ -87,9 +87,9 @@ def test_acp_client_answers_every_request(tmp_path: Path) -> None:
     repo.mkdir()
 
     @examples(40)
-    @given(drawn=traffic())
-    def run(drawn: tuple[Traffic, list[dict[str, str]]]) -> None:
-        lines, steps = drawn
+    @given(lines=traffic())
+    def run(lines: Traffic) -> None:
+        steps = lines.steps
         (folder / "script.json").write_text(json.dumps([[*steps, {"await": lines.ids}]]))
         (folder / "received.log").write_bytes(b"")
 
@@ -122,9 +122,9 @@ def test_server_survives_arbitrary_agent_traffic(make_settings, tmp_path: Path) 
         repo = client.get("/api/repos").json()["repos"][0]["id"]
 
         @examples(12)
-        @given(drawn=traffic())
-        def run(drawn: tuple[Traffic, list[dict[str, str]]]) -> None:
-            lines, steps = drawn
+        @given(lines=traffic())
+        def run(lines: Traffic) -> None:
+            steps = lines.steps
             (folder / "script.json").write_text(json.dumps([[*steps, {"await": lines.ids}]]))
             (folder / "received.log").write_bytes(b"")
             sid = create_session(client, repo)["id"]

@@ -118,11 +118,17 @@ def update_params(draw: st.DrawFn) -> Any:
     return {"sessionId": "raw", "update": update}
 
 
-@dataclass
+@dataclass(repr=False)
 class Traffic:
     lines: list[bytes] = field(default_factory=list)
     expected: Counter[str] = field(default_factory=Counter)  # id key -> answers owed
     ids: list[Any] = field(default_factory=list)  # the ids owed, as sent
+    steps: list[dict[str, str]] = field(default_factory=list)  # the agent's writes
+
+    def __repr__(self) -> str:
+        """Short enough for a report: each line clipped to 120 bytes, with its size."""
+        shown = [f"{len(line)}B {line[:120]!r}" for line in self.lines]
+        return f"Traffic({len(self.steps)} writes, lines=[{', '.join(shown)}])"
 
     def owe(self, request_id: Any) -> None:
         self.expected[key(request_id)] += 1
@@ -208,12 +214,13 @@ def lines(draw: st.DrawFn, traffic: Traffic) -> None:
 
 
 @st.composite
-def traffic(draw: st.DrawFn, max_lines: int = 12) -> tuple[Traffic, list[dict[str, str]]]:
-    """Traffic, and the agent steps that write it in random chunks with CR/LF mixes."""
+def traffic(draw: st.DrawFn, max_lines: int = 12) -> Traffic:
+    """Traffic, with the agent steps that write it in random chunks and CR/LF mixes."""
     drawn = Traffic()
     for _ in range(draw(st.integers(min_value=1, max_value=max_lines))):
         draw(lines(drawn))
     data = b"".join(line + draw(st.sampled_from([b"\n", b"\r\n"])) for line in drawn.lines)
     cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=len(data) - 1), max_size=6)))
     chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-    return drawn, [write(chunk) for chunk in chunks]
+    drawn.steps = [write(chunk) for chunk in chunks]
+    return drawn
