@@ -20,6 +20,8 @@ __all__ = [
     "CreateSession",
     "ForkBody",
     "ForkedFrom",
+    "ISOLATIONS",
+    "Isolation",
     "Message",
     "MessageType",
     "PermissionAnswer",
@@ -35,12 +37,14 @@ __all__ = [
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
+    "Workspace",
 ]
 
 SessionStatus = Literal["active", "completed", "cancelled", "error"]
 RunStatus = Literal["running", "completed", "failed", "cancelled", "paused", "interrupted"]
 ToolStatus = Literal["pending", "in_progress", "completed", "error", "cancelled"]
 Role = Literal["user", "agent", "system"]
+Isolation = Literal["none", "worktree"]
 MessageType = Literal[
     "text", "thought", "plan", "tool", "permission", "status", "run", "usage", "update"
 ]
@@ -50,6 +54,7 @@ RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 TOOL_STATUSES: tuple[str, ...] = get_args(ToolStatus)
 ROLES: tuple[str, ...] = get_args(Role)
 MESSAGE_TYPES: tuple[str, ...] = get_args(MessageType)
+ISOLATIONS: tuple[str, ...] = get_args(Isolation)
 
 Uuid = Annotated[str, msgspec.Meta(extra_json_schema={"format": "uuid"})]
 Time = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
@@ -77,6 +82,16 @@ class ForkedFrom(_Shape):
     seq: Count
 
 
+class Workspace(_Shape):
+    """Where the session's agent works: the repository itself, or its own git worktree."""
+
+    path: str
+    isolation: Isolation
+    branch: str | None
+    base_ref: str | None
+    base_commit: str | None
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -91,6 +106,7 @@ class Session(msgspec.Struct, rename="camel"):
     parent_run_id: Uuid | None
     forked_from: ForkedFrom | None
     metadata: dict[str, Any]
+    workspace: Workspace
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -169,6 +185,8 @@ class CreateSession(_Body):
     agent_id: NonBlank | None = None
     title: str | None = None
     parent_run_id: Uuid | None = None
+    isolation: Isolation | None = None
+    base_ref: NonBlank | None = None
 
 
 class PromptBody(_Body):
@@ -186,6 +204,7 @@ class ForkBody(_Body):
 
 class RewindBody(_Body):
     to_seq: Seq
+    restore_files: bool | None = None
 
 
 class ResumeBody(_Body):

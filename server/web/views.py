@@ -62,20 +62,24 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         parent_run_id=session.parent_run_id,
         forked_from=forked,
         metadata=session.meta or {},
+        workspace=workspace_shape(session, repo),
     )
-    view: dict[str, Any] = msgspec.to_builtins(shape)
-    view["workspace"] = workspace_view(session, repo)  # API.md "Worktrees and changes"
-    return view
+    return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
+
+
+def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
+    """API.md "Worktrees and changes"."""
+    return shapes.Workspace(
+        path=session.workspace_path or repo.path,
+        isolation=session.isolation or "none",  # type: ignore[arg-type] # the enum's values
+        branch=session.branch,
+        base_ref=session.base_ref,
+        base_commit=session.base_commit,
+    )
 
 
 def workspace_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
-    return {
-        "path": session.workspace_path or repo.path,
-        "isolation": session.isolation or "none",
-        "branch": session.branch,
-        "baseRef": session.base_ref,
-        "baseCommit": session.base_commit,
-    }
+    return msgspec.to_builtins(workspace_shape(session, repo))  # type: ignore[no-any-return]
 
 
 def run_view(run: Run) -> dict[str, Any]:

@@ -5,8 +5,6 @@ and backpressure (``wait_capacity`` waits while too many rows are queued)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,27 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 import server.stream.writer as writer_module
 from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
-from store import Database, Repo, open_database, upgrade
+from store import Database
 from store import messages as message_store
-from store import repos as repo_store
-from tests.store.test_store import T0, session_record
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = open_database(database_url)
-    await upgrade(db)
-    async with db.write() as session, session.begin():
-        await repo_store.add_repo(
-            session, Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=T0)
-        )
-        session.add(session_record("s1"))
-    try:
-        yield db
-    finally:
-        await db.close()
+def database(store: Database) -> Database:
+    return store  # tests/conftest.py's: repository r1, session s1
 
 
 def text(n: int) -> Draft:

@@ -18,7 +18,7 @@ from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces import git as git_module
 from server.sessions.workspaces.changes import diff_trees
 from server.sessions.workspaces.checkpoints import Author
-from server.sessions.workspaces.git import GitMissing, GitTooOld, run_git
+from server.sessions.workspaces.git import GitFailed, GitMissing, GitTooOld, run_git
 from tests.workspaces.support import git, make_repo, repo_state
 
 WHO = Author("t", "t@example.com")
@@ -162,3 +162,36 @@ def test_kill_9_during_a_checkpoint_leaves_the_repository_usable(tmp_path: Path)
     commit = checkpoints.checkpoint(repo, "k", checkpoints.checkpoint_ref("s", "r"), WHO, "cp")
     assert "after.txt" in git(repo, "ls-tree", "-r", "--name-only", commit)
     assert not lock.exists()
+
+
+def test_a_work_tree_moved_by_config_is_never_written(tmp_path: Path) -> None:
+    """An agent that sets core.worktree in .git/config cannot make a restore write
+    (or delete) files elsewhere."""
+    repo = make_repo(tmp_path / "repo")
+    commit = checkpoints.checkpoint(repo, "s", checkpoints.checkpoint_ref("s", "r"), WHO, "cp")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep me\n")
+    git(repo, "config", "core.worktree", str(elsewhere))
+    with pytest.raises(GitFailed, match="not the workspace"):
+        checkpoints.restore(repo, "s", commit)
+    assert (elsewhere / "precious.txt").read_text() == "keep me\n"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["precious.txt"]
+
+
+def test_a_redirected_worktree_link_is_refused(tmp_path: Path) -> None:
+    """An agent that points its worktree's .git file at another repository cannot make
+    a checkpoint write into that repository."""
+    repo = make_repo(tmp_path / "repo")
+    other = make_repo(tmp_path / "other")
+    made = worktrees.create_worktree(
+        repo, tmp_path / "root", "abcdef0123456", git(repo, "rev-parse", "HEAD")
+    )
+    worktrees.finish_creation(tmp_path / "root", "abcdef0123456")
+    checkpoints.checkpoint(made.path, "k", checkpoints.checkpoint_ref("s", "r0"), WHO, "cp")
+    refs = git(other, "for-each-ref")
+    (made.path / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    with pytest.raises(GitFailed, match=r"\.git file was changed"):
+        checkpoints.checkpoint(made.path, "k", checkpoints.checkpoint_ref("s", "r1"), WHO, "cp")
+    assert git(other, "for-each-ref") == refs
+    assert not (other / ".git" / "agent-sessions").exists()

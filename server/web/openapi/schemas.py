@@ -44,7 +44,8 @@ RUN_STATUSES = list(shapes.RUN_STATUSES)
 TOOL_STATUSES = list(shapes.TOOL_STATUSES)
 ROLES = list(shapes.ROLES)
 MESSAGE_TYPES = list(shapes.MESSAGE_TYPES)
-ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES)
+ISOLATIONS = list(shapes.ISOLATIONS)
+ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES, ISOLATIONS)
 
 
 def ref(name: str) -> Schema:
@@ -71,6 +72,7 @@ def _generated() -> dict[str, Schema]:
         (shapes.Repo, shapes.Session, shapes.Message, shapes.Run, shapes.ToolCall),
         ref_template="#/components/schemas/{name}",
     )
+    found["Workspace"].pop("description")
     inline = found.pop("ForkedFrom")
     inline.pop("title")
     for schema in found.values():
@@ -138,4 +140,5 @@ SCHEMAS: dict[str, Schema] = {
         },
         toolCallId={"type": "string"},
     ),
+    "Workspace": GENERATED["Workspace"],
 }

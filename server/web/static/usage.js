@@ -7,8 +7,10 @@
 import { describe, get, query } from "./api.js";
 import { horizontalBars, stackedColumns } from "./chart.js";
 import { clear, count, duration, h } from "./dom.js";
+import { RUN_STATUSES } from "./enums.js";
 
-const STATUSES = ["completed", "failed", "cancelled", "paused", "interrupted", "running"];
+// ended runs first, the running ones last
+const STATUSES = [...RUN_STATUSES.filter((s) => s !== "running"), "running"];
 const RANGES = [["7", "Last 7 days"], ["30", "Last 30 days"], ["90", "Last 90 days"], ["365", "Last year"]];
 
 function localZone() {
