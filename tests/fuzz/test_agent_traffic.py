@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, given, settings
 from starlette.testclient import TestClient
 
@@ -31,6 +32,8 @@ from tests.fuzz.traffic import Traffic, key, traffic
 from tests.helpers import create_session, messages, processes_with_env, prompt
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
+# A deeper run takes longer than the suite's per-test timeout allows.
+pytestmark = pytest.mark.timeout(max(120, 3 * EXAMPLES))
 FUZZ = settings(
     derandomize=True,
     database=None,
