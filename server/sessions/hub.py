@@ -39,7 +39,7 @@ from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.supervision import KeyedLocks, owner_labels, start_error
+from server.sessions.supervision import KeyedLocks, process_owner, start_error
 from server.sessions.transcript import stored_preamble
 from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
@@ -79,7 +79,7 @@ class Hub:
         self._resuming = KeyedLocks()
         self._tg: TaskGroup | None = None
         self.shutting_down = False
-        self.owner_prefix, self.owner = owner_labels(database.url)
+        self.owner, self.orphans = process_owner(database.url, cluster.node_id)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -87,6 +87,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
+            tg.start_soon(self.orphans.run, lambda: set(self.live))
             tg.start_soon(self.write_failures.run)
             task_status.started()
             await anyio.sleep_forever()
@@ -146,12 +147,13 @@ class Hub:
     async def _supervise(
         self, live: LiveSession, restore: Restore, *, task_status: TaskStatus[None]
     ) -> None:
-        """Run a live session in the hub's task group; whatever ends it (stopped, crashed,
-        failed to start), record a crash, forget it and release its lease."""
+        """Run a live session in the hub's task group; whatever ends it, kill what it
+        detached, record a crash, forget it and release its lease."""
         try:
             await live.run(restore, task_status=task_status)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await self.orphans.sweep(set(self.live) - {live.id})
                 if live.crashed:
                     await self._record_crash(live)
             self.forget(live)
@@ -371,10 +373,9 @@ class Hub:
     # -- recovery and the idle sweep -----------------------------------------------------
 
     async def recover(self) -> None:
-        """After a crash: kill agents of the dead server, mark its running runs
-        ``interrupted`` and its pending permissions ``cancelled`` (on several nodes:
-        only for sessions no live node owns)."""
-        await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
+        """After a crash: kill what a dead process of this node left, interrupt its running
+        runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
+        await anyio.to_thread.run_sync(kill_orphans, self.owner)
         await self.recover_sessions(None)
         async with self.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))

@@ -12,7 +12,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from agent_bridge import AcpClient, ProcessSpec, TerminalHost, Workspace, connect_agent
+from agent_bridge import (
+    SESSION_ENV,
+    AcpClient,
+    ProcessSpec,
+    TerminalHost,
+    Workspace,
+    connect_agent,
+)
 from server import metrics
 from server.logs import log_context
 from server.sessions.agents import AgentConfig
@@ -48,7 +55,8 @@ class LiveSession(TurnRunner, PermissionGate):
         self.parent_run_id = record.parent_run_id
         self.repo_path = repo_path = session_root(services.settings, record, repo_path)
         self.agent = agent
-        self.env = env
+        # Its processes carry the session's id: the orphan sweep finds what they detach.
+        self.env = env = {**env, SESSION_ENV: record.id}
         self.translator = Translator()
         self.turn = None
         self.permissions: dict[str, PendingPermission] = {}
