@@ -206,7 +206,9 @@ class Hub:
         self.writer.open_session(record.id, 0)
         return record
 
-    async def start_new(self, record: SessionRecord, repo_path: Path | None = None) -> LiveSession:
+    async def start_new(
+        self, record: SessionRecord, repo_path: Path | None = None, mcp: tuple[str, ...] = ()
+    ) -> LiveSession:
         """Start the agent of a just-created session; a failure marks it ``error``."""
         async with self._locks[record.id]:
             try:
@@ -216,7 +218,7 @@ class Hub:
                     assert repo is not None
                     repo_path = await self._repo_path(repo, record.id)
                 live = await self._start_live(
-                    record, repo_path, Restore(has_history=record.needs_context)
+                    record, repo_path, Restore(has_history=record.needs_context, mcp_servers=mcp)
                 )
             except AgentStartError as exc:
                 raise await self._fail_start(record, exc) from None

@@ -66,6 +66,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.crashed = False
         self.exit_code: int | None = None
         self.failure: str | None = None
+        self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
         self._stop_requested = anyio.Event()
         # Set by the supervisor (the hub) once its cleanup after ``run`` is done.
         self.finished = anyio.Event()
