@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.web.openapi.parts import SESSION, json_response, op, path_param, request_body
+from server.web.openapi.parts import (
+    SESSION,
+    int_param,
+    json_response,
+    op,
+    path_param,
+    query,
+    request_body,
+)
 from server.web.openapi.schemas import MESSAGE_TYPES, NONBLANK, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
@@ -135,6 +143,21 @@ def _prompt_content(
             },
             "anyOf": [{"required": ["text"]}, {"required": ["content"]}],
         }
+    )
+    added[("GET", "/api/sessions/{sessionId}/files")] = op(
+        "Files of the session's workspace matching a query (for @-mentions), best first",
+        {
+            200: json_response(
+                "Paths relative to the workspace.",
+                closed(["files"], files={"type": "array", "items": {"type": "string"}}),
+            )
+        },
+        params=[
+            SESSION,
+            query("query", {"type": "string"}, "Case-insensitive subsequence of the path."),
+            int_param("limit", 1, 1000),
+        ],
+        errors=[409, 503],
     )
     added[("GET", "/api/sessions/{sessionId}/attachments/{sha256}")] = op(
         "An image a prompt carried, with its content type",
