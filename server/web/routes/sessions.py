@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server import shapes
 from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
 from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
@@ -39,21 +40,9 @@ from store import messages as message_store
 from store import repos as repo_store
 from store import sessions as session_store
 
-STATUSES = ("active", "completed", "cancelled", "error")
-ROLES = ("user", "agent", "system")
-TYPES = (
-    "text",
-    "thought",
-    "plan",
-    "tool",
-    "permission",
-    "status",
-    "run",
-    "usage",
-    "controls",
-    "elicitation",
-    "update",
-)
+STATUSES = shapes.SESSION_STATUSES
+ROLES = shapes.ROLES
+TYPES = shapes.MESSAGE_TYPES
 
 
 async def session_json(
