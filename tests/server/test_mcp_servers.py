@@ -233,3 +233,14 @@ def test_repr_hides_secrets(tmp_path: Path, make_settings: Callable[..., Setting
     agents = load_agents(make_settings(AGENTS_FILE=str(path)))
     text = repr(agents) + repr(dict(agents["plain"].mcp_catalog))
     assert "files" in text and STDIO_SECRET not in text and HEADER_SECRET not in text
+
+
+def test_a_fork_inherits_the_sessions_servers(client: TestClient, agent_log: Path) -> None:
+    response = create(client, agentId="plain", mcpServers=["notes"])
+    assert response.status_code == 201, response.text
+    fork = client.post(f"/api/sessions/{response.json()['id']}/fork", json={})
+    assert fork.status_code == 201, fork.text
+    assert fork.json()["controls"]["mcpServers"] == ["files", "notes"]
+    new = calls(agent_log)[-1]
+    assert new["method"] == "session/new"
+    assert [s["name"] for s in new["mcpServers"]] == ["files", "notes"]
