@@ -116,8 +116,8 @@ class Session(msgspec.Struct, rename="camel"):
     parent_run_id: Uuid | None
     forked_from: ForkedFrom | None
     metadata: dict[str, Any]
-    controls: dict[str, Any]
     workspace: Workspace
+    controls: dict[str, Any]  # API.md "Agent controls" (server.sessions.controls)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -198,10 +198,17 @@ class CreateSession(_Body):
     parent_run_id: Uuid | None = None
     isolation: Isolation | None = None
     base_ref: NonBlank | None = None
+    mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
+    config: dict[str, str | bool] | None = None
+    # API.md "Agent controls", MCP servers: AGENTS_FILE names added to the agent's defaults
+    mcp_servers: list[NonBlank] | None = None
 
 
 class PromptBody(_Body):
-    text: NonBlank
+    """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
+
+    text: NonBlank | None = None
+    content: list[dict[str, Any]] | None = None
 
 
 class PermissionAnswer(_Body):

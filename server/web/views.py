@@ -63,8 +63,8 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         parent_run_id=session.parent_run_id,
         forked_from=forked,
         metadata=session.meta or {},
-        controls=session.controls or empty_controls(),
         workspace=workspace_shape(session, repo),
+        controls=session.controls or empty_controls(),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

@@ -15,7 +15,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import MESSAGE_TYPES, NONBLANK, closed, nullable, obj, ref
+from server.web.openapi.schemas import NONBLANK, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
 
@@ -73,17 +73,10 @@ def control_paths(
         mcpServers={"type": "array", "items": text},
     )
     session = schemas["Session"]
-    session["properties"]["controls"] = ref("Controls")
-    session["required"].append("controls")
-    for kind in ("controls", "elicitation"):
-        if kind not in MESSAGE_TYPES:
-            MESSAGE_TYPES.insert(MESSAGE_TYPES.index("update"), kind)
+    session["properties"]["controls"] = ref("Controls")  # the shape holds a plain object
+    if "controls" not in session["required"]:
+        session["required"].append("controls")
 
-    create = catalogue[("POST", "/api/sessions")]["requestBody"]["content"]["application/json"]
-    create["schema"]["properties"].update(
-        modeId=nullable(NONBLANK),
-        config=nullable({"type": "object", "additionalProperties": _VALUE}),
-    )
     controls = json_response("The session's controls, as they are now.", ref("Controls"))
     added: dict[tuple[str, str], Any] = {}
     added[("GET", "/api/sessions/{sessionId}/controls")] = op(
@@ -113,37 +106,8 @@ def control_paths(
 def _prompt_content(
     catalogue: dict[tuple[str, str], Any], added: dict[tuple[str, str], Any]
 ) -> None:
-    """API.md "Prompt content": the prompt's ``content`` blocks and the attachments."""
-    text = {"type": "string"}
-    block = {
-        "oneOf": [
-            closed(["type", "text"], type={"const": "text"}, text=text),
-            closed(
-                ["type", "mimeType", "data"],
-                type={"const": "image"},
-                mimeType={"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
-                data={"type": "string", "contentEncoding": "base64"},
-            ),
-            closed(
-                ["type", "path"],
-                type={"const": "file"},
-                path=NONBLANK,
-                line=nullable({"type": "integer", "minimum": 1}),
-                limit=nullable({"type": "integer", "minimum": 0}),
-            ),
-        ]
-    }
-    body = catalogue[("POST", "/api/sessions/{sessionId}/prompt")]
-    body["requestBody"] = request_body(
-        {
-            "type": "object",
-            "properties": {
-                "text": NONBLANK,
-                "content": {"type": "array", "minItems": 1, "items": block},
-            },
-            "anyOf": [{"required": ["text"]}, {"required": ["content"]}],
-        }
-    )
+    """API.md "Prompt content" and Sessions: the files for @-mentions, the attachments
+    (the prompt body is shapes.PromptBody)."""
     added[("GET", "/api/sessions/{sessionId}/files")] = op(
         "Files of the session's workspace matching a query (for @-mentions), best first",
         {
