@@ -1,6 +1,7 @@
 """OpenAPI entries of API.md "Agent controls", MCP servers: ``GET /api/mcp-servers``,
 ``Agent.mcpServers`` (create's ``mcpServers`` is in ``shapes.CreateSession``).
-``mcp_paths`` amends the shared shapes and returns the new operation. No schema carries an ``env`` or ``headers`` value."""
+``mcp_paths`` amends the shared shapes and returns the new operation. No schema carries
+an ``env`` or ``headers`` value."""
 
 from __future__ import annotations
 
