@@ -37,6 +37,7 @@ from server.sessions.errors import (
 from server.sessions.handshake import Restore
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
+from server.sessions.prompt_content import PromptContent
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision import KeyedLocks, process_owner, start_error
@@ -197,7 +198,9 @@ class Hub:
         self.writer.open_session(record.id, 0)
         return record
 
-    async def start_new(self, record: SessionRecord, repo_path: Path | None = None) -> LiveSession:
+    async def start_new(
+        self, record: SessionRecord, repo_path: Path | None = None, mcp: tuple[str, ...] = ()
+    ) -> LiveSession:
         """Start the agent of a just-created session; a failure marks it ``error``."""
         async with self._locks[record.id]:
             try:
@@ -206,16 +209,14 @@ class Hub:
                         repo = await repo_store.get_repo(db, record.repo_id)
                     assert repo is not None
                     repo_path = await self._repo_path(repo, record.id)
-                live = await self._start_live(
-                    record, repo_path, Restore(has_history=record.needs_context)
-                )
+                restore = Restore(has_history=record.needs_context, mcp_servers=mcp)
+                live = await self._start_live(record, repo_path, restore)
             except AgentStartError as exc:
                 raise await self._fail_start(record, exc) from None
             except BaseException:
                 with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                    await self._set_status(
-                        record.id, "error", "agent_start_failed", {"message": "interrupted"}
-                    )
+                    detail = {"message": "interrupted"}
+                    await self._set_status(record.id, "error", "agent_start_failed", detail)
                 raise
             await self.writer.submit(
                 record.id, [state.status_draft("active", "created", {"agentId": record.agent_id})]
@@ -279,6 +280,7 @@ class Hub:
         step_base: int = 0,
         resumed_from: str | None = None,
         parent_run_id: str | None | EllipsisType = ...,  # ...: the session's own
+        content: PromptContent | None = None,  # a prompt of blocks (images, files), checked
     ) -> str:
         live = await self.active_live(session_id)
         return await live.start_turn(
@@ -287,6 +289,7 @@ class Hub:
             step_base=step_base,
             resumed_from=resumed_from,
             parent_run_id=live.parent_run_id if parent_run_id is ... else parent_run_id,
+            content=content,
         )
 
     async def cancel(self, session_id: str) -> None:

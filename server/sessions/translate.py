@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.sessions.controls import CONTROL_UPDATES, ControlsState
+
 __all__ = ["Output", "Translator", "block_text", "tool_status"]
 
 _CHUNK_TYPES = {"agent_message_chunk": "text", "agent_thought_chunk": "thought"}
@@ -94,6 +96,7 @@ class Translator:
         self._parts: list[str] = []
         self.tools: dict[str, ToolState] = {}
         self.last_text = ""
+        self.controls = ControlsState()
 
     def flush(self) -> list[Output]:
         """Close the open text or thought: the one message with the whole text."""
@@ -118,6 +121,16 @@ class Translator:
         elif kind in ("tool_call", "tool_call_update"):
             call_id = str(update.get("toolCallId", ""))
             out.append(Output("system", self.merge_tool(call_id, update), raw))
+        elif kind in CONTROL_UPDATES:
+            change = self.controls.apply_update(update)
+            if change is not None:  # an update that changes nothing is no message
+                content: dict[str, Any] = {
+                    "type": "controls",
+                    "change": change,
+                    "by": "agent",
+                    "controls": self.controls.view(),
+                }
+                out.append(Output("system", content, raw))
         elif kind == "usage_update":
             content = {
                 "type": "usage",
