@@ -64,6 +64,9 @@ class AcpClient:
         self._replaying = False
         self.session_id: str | None = None
         self.init_result: dict[str, Any] = {}
+        self.mcp_servers: list[dict[str, Any]] = []
+        """ACP ``McpServer``s passed in session/new, load and resume (their env and
+        headers hold secrets: never logged)."""
         self.session_result: dict[str, Any] = {}
         """The answer to session/new, load or resume (modes, configOptions, models)."""
 
@@ -126,7 +129,7 @@ class AcpClient:
 
     async def new_session(self) -> str:
         result = await self.connection.request(
-            "session/new", {"cwd": str(self._workspace.root), "mcpServers": []}
+            "session/new", {"cwd": str(self._workspace.root), "mcpServers": self.mcp_servers}
         )
         if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
             raise RpcError(jsonrpc.INVALID_PARAMS, "session/new returned no sessionId")
@@ -141,7 +144,11 @@ class AcpClient:
         try:
             result = await self.connection.request(
                 "session/load",
-                {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+                {
+                    "sessionId": session_id,
+                    "cwd": str(self._workspace.root),
+                    "mcpServers": self.mcp_servers,
+                },
                 timeout=self._timeout,
             )
         finally:
@@ -152,7 +159,11 @@ class AcpClient:
     async def resume_session(self, session_id: str) -> None:
         result = await self.connection.request(
             "session/resume",
-            {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+            {
+                "sessionId": session_id,
+                "cwd": str(self._workspace.root),
+                "mcpServers": self.mcp_servers,
+            },
             timeout=self._timeout,
         )
         self.session_result = result if isinstance(result, dict) else {}

@@ -200,6 +200,8 @@ class CreateSession(_Body):
     base_ref: NonBlank | None = None
     mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
     config: dict[str, str | bool] | None = None
+    # API.md "Agent controls", MCP servers: AGENTS_FILE names added to the agent's defaults
+    mcp_servers: list[NonBlank] | None = None
 
 
 class PromptBody(_Body):

@@ -12,7 +12,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from agent_bridge import AcpClient, ProcessSpec, TerminalHost, Workspace, connect_agent
+from agent_bridge import (
+    SESSION_ENV,
+    AcpClient,
+    ProcessSpec,
+    TerminalHost,
+    Workspace,
+    connect_agent,
+)
 from server import metrics
 from server.logs import log_context
 from server.sessions import agent_controls
@@ -50,7 +57,8 @@ class LiveSession(TurnRunner, PermissionGate):
         self.parent_run_id = record.parent_run_id
         self.repo_path = repo_path = session_root(services.settings, record, repo_path)
         self.agent = agent
-        self.env = env
+        # Its processes carry the session's id: the orphan sweep finds what they detach.
+        self.env = env = {**env, SESSION_ENV: record.id}
         self.translator = Translator()
         self.translator.controls = ControlsState(record.controls)  # as last known
         self.controls_busy = 0  # client changes of the controls on their way to the agent
@@ -66,6 +74,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.crashed = False
         self.exit_code: int | None = None
         self.failure: str | None = None
+        self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
         self._stop_requested = anyio.Event()
         # Set by the supervisor (the hub) once its cleanup after ``run`` is done.
         self.finished = anyio.Event()

@@ -15,6 +15,13 @@ __all__ = ["Output", "Translator", "block_text", "tool_status"]
 
 _CHUNK_TYPES = {"agent_message_chunk": "text", "agent_thought_chunk": "thought"}
 _TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput")
+_TOOL_FIELD_TYPES: dict[str, type] = {
+    "title": str,
+    "kind": str,
+    "status": str,
+    "content": list,
+    "locations": list,
+}
 
 
 def block_text(block: Any) -> str:
@@ -56,8 +63,11 @@ class ToolState:
 
     def merge(self, update: dict[str, Any]) -> None:
         for name in _TOOL_FIELDS:
-            if name in update and update[name] is not None:
-                self.fields[name] = update[name]
+            value = update.get(name)
+            # A field of the wrong type (a title that is an object) is as if absent: the
+            # tool row stores strings.
+            if value is not None and isinstance(value, _TOOL_FIELD_TYPES.get(name, object)):
+                self.fields[name] = value
 
     def content(self, tool_call_id: str) -> dict[str, Any]:
         f = self.fields

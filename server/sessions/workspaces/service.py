@@ -187,6 +187,18 @@ async def apply(hub: Hub, record: SessionRecord, columns: dict[str, Any]) -> Non
         setattr(record, name, value)
 
 
+async def _undo_worktree(hub: Hub, repo: Path, root: Path, session_id: str) -> None:
+    """A worktree that could not be made (or filled) goes, and its session ends in error."""
+    await anyio.to_thread.run_sync(
+        worktrees.remove_worktree,
+        repo,
+        worktrees.worktree_path(root, session_id),
+        worktrees.branch_name(session_id),
+    )
+    worktrees.finish_creation(root, session_id)
+    await hub.end_session(session_id, "error", "worktree_failed")
+
+
 async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> None:
     """Record the new session's workspace and create its worktree on its branch from its
     base commit; on failure the session ends ``error`` and nothing is left behind."""
@@ -202,14 +214,7 @@ async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> N
         await in_thread(worktrees.create_worktree, repo, root, record.id, start)
     except BaseException:
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await anyio.to_thread.run_sync(
-                worktrees.remove_worktree,
-                repo,
-                worktrees.worktree_path(root, record.id),
-                worktrees.branch_name(record.id),
-            )
-            worktrees.finish_creation(root, record.id)
-            await hub.end_session(record.id, "error", "worktree_failed")
+            await _undo_worktree(hub, repo, root, record.id)
         raise
     worktrees.finish_creation(root, record.id)
     log.info("worktree created", extra={"session_id": record.id, "branch": record.branch})
@@ -318,14 +323,7 @@ async def make_fork_worktree(
         await in_thread(_populate, repo, root, record.id, state)
     except BaseException:
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await anyio.to_thread.run_sync(
-                worktrees.remove_worktree,
-                repo,
-                worktrees.worktree_path(root, record.id),
-                worktrees.branch_name(record.id),
-            )
-            worktrees.finish_creation(root, record.id)
-            await hub.end_session(record.id, "error", "worktree_failed")
+            await _undo_worktree(hub, repo, root, record.id)
         raise
     worktrees.finish_creation(root, record.id)
 

@@ -10,6 +10,8 @@ from starlette.routing import Route
 
 from server import shapes
 from server.sessions.agent_controls import apply_create_choices
+from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -76,11 +78,14 @@ async def create_session(request: Request) -> Response:
     if parent is not None:
         parent = check_uuid(parent, "parentRunId")
     mode_id, config = create_choices(body)
+    catalog = state.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent
+    mcp = create_mcp_names(catalog, body.get("mcpServers"))
     isolation, base_ref = workspaces.create_options(body)
     plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
     record = await state.hub.create_session(repo_id, agent_id, title, parent)
     await workspace_service.make_worktree(state.hub, record, plan)
-    live = await state.hub.start_new(record)
+    live = await state.hub.start_new(record, mcp=mcp)
+    await refuse_unsupported_mcp(live)
     if mode_id is not None or config:
         await apply_create_choices(live, mode_id, config)
     record = await state.hub.get_record(record.id)
