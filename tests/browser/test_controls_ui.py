@@ -183,9 +183,11 @@ def test_image_attached_shows_a_thumbnail_then_in_the_transcript(
     expect(thumbs).to_have_count(0)
     shown = page.locator(".msg-user").last.locator(".msg-attachments img")
     expect(shown).to_have_count(1)
-    expect(shown).to_have_attribute("src", re.compile(r"/api/sessions/[0-9a-f-]+/attachments/[0-9a-f]{64}$"))
+    url = re.compile(r"/api/sessions/[0-9a-f-]+/attachments/[0-9a-f]{64}$")
+    expect(shown).to_have_attribute("src", url)
     # the browser loaded it from the attachments URL
-    page.wait_for_function("img => img.complete && img.naturalWidth === 1", arg=shown.element_handle())
+    loaded = "img => img.complete && img.naturalWidth === 1"
+    page.wait_for_function(loaded, arg=shown.element_handle())
     expect(page.locator(".msg-agent").last).to_contain_text("[image image/png")
 
 
@@ -199,7 +201,9 @@ def test_image_pasted_into_the_prompt_box(module_server: SharedServer, open_page
           const data = new DataTransfer();
           data.items.add(new File([bytes], "pasted.png", { type: "image/png" }));
           const box = document.getElementById("prompt-input");
-          box.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+          box.dispatchEvent(new ClipboardEvent("paste", {
+            clipboardData: data, bubbles: true, cancelable: true,
+          }));
         }""",
         base64.b64encode(PNG).decode(),
     )

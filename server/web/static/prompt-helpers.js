@@ -14,8 +14,20 @@ export function fuzzyScore(query, text) {
   const q = query.toLowerCase();
   const t = text.toLowerCase();
   if (!q) return 0;
+  // greedy from each place the first letter occurs; the best of those runs counts
+  let best = null;
+  for (let start = t.indexOf(q[0]); start >= 0; start = t.indexOf(q[0], start + 1)) {
+    const score = scoreFrom(q, t, start);
+    if (score === null) break; // a later start cannot match either
+    if (best === null || score > best) best = score;
+  }
+  return best === null ? null : best - t.length / 100;
+}
+
+/** @param {string} q @param {string} t @param {number} start */
+function scoreFrom(q, t, start) {
   let score = 0;
-  let at = 0;
+  let at = start;
   let last = -2;
   for (const ch of q) {
     const found = t.indexOf(ch, at);
@@ -26,7 +38,7 @@ export function fuzzyScore(query, text) {
     last = found;
     at = found + 1;
   }
-  return score - t.length / 100;
+  return score;
 }
 
 /**
