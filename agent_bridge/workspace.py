@@ -94,6 +94,8 @@ class Workspace:
         if not stat.S_ISDIR(st.st_mode):
             raise self._refuse(FileRefused, given, "not_a_directory")
         self._root_id = (st.st_dev, st.st_ino)
+        self._name_max = _limit(self._root, "PC_NAME_MAX", 255)
+        self._path_max = _limit(self._root, "PC_PATH_MAX", 4096)
 
     @property
     def root(self) -> Path:
@@ -137,15 +139,34 @@ class Workspace:
             raise self._refuse(PathOutsideWorkspace, given, "invalid_name") from None
         self._check_root(given)
         candidate = os.path.join(self._root, given)  # an absolute `given` wins
-        real = Path(os.path.realpath(candidate))
-        if _is_within(real, self._root):
-            return real
         lexical = Path(os.path.normpath(candidate))
         inside_lexically = _is_within(lexical, self._root) or _is_within(
             lexical, Path(self._given_root)
         )
+        # Before realpath: it lstat()s every prefix, work quadratic in the number of
+        # components (a 1 MB `a/a/a/...` held the event loop for minutes), and a path the
+        # kernel refuses (ENAMETOOLONG) is no place an agent or client can use anyway.
+        too_long = self._too_long(candidate)
+        if too_long:
+            cls = FileRefused if inside_lexically else PathOutsideWorkspace
+            raise self._refuse(cls, given, too_long if inside_lexically else "outside")
+        real = Path(os.path.realpath(candidate))
+        if _is_within(real, self._root):
+            too_long = self._too_long(str(real))  # symlinks may lengthen it
+            if too_long:
+                raise self._refuse(FileRefused, given, too_long)
+            return real
         reason = "symlink_escape" if inside_lexically else "outside"
         raise self._refuse(PathOutsideWorkspace, given, reason)
+
+    def _too_long(self, path: str) -> str | None:
+        """Why the kernel would refuse `path` (path_too_long, name_too_long), or None."""
+        encoded = os.fsencode(path)
+        if len(encoded) >= self._path_max:  # PATH_MAX counts the terminating NUL
+            return "path_too_long"
+        if any(len(part) > self._name_max for part in encoded.split(b"/")):
+            return "name_too_long"
+        return None
 
     def read_text(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
         """Read a regular file as UTF-8 (bad bytes replaced).
@@ -322,6 +343,15 @@ class Workspace:
             extra={"event": "path_refused", "path": given, "reason": reason, **self._context},
         )
         return cls(given, reason)
+
+
+def _limit(root: Path, name: str, default: int) -> int:
+    """A pathconf limit of the root's file system (`default` where it has none)."""
+    try:
+        value = os.pathconf(root, name)
+    except (OSError, ValueError):
+        return default
+    return value if value > 0 else default
 
 
 def _is_within(path: Path, root: Path) -> bool:

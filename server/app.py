@@ -40,6 +40,7 @@ from server.web.routes import (
     repos,
     runs,
     sessions,
+    stats,
     workspaces,
     ws,
 )
@@ -51,7 +52,7 @@ from server.web.security import (
     TokenMiddleware,
 )
 from server.web.state import AppState
-from store import Database, Repo, open_database, upgrade, utcnow
+from store import Database, Repo, open_database, startup_lock, upgrade, utcnow
 from store import repos as repo_store
 
 __all__ = ["create_app"]
@@ -110,10 +111,12 @@ def _prepare_paths(settings: Settings) -> None:
 
 
 async def auto_register(settings: Settings, db: Database) -> None:
-    """Register every git work tree directly under the workspace root."""
+    """Register every git work tree directly under the workspace root (one node at a
+    time: nodes starting together would both find a repository missing and add it)."""
     root = settings.workspace_root.resolve()
     candidates = sorted(p for p in root.iterdir() if p.is_dir() and (p / ".git").exists())
     async with db.write() as session, session.begin():
+        await startup_lock(session)
         for candidate in candidates:
             path = repos.resolve_repo_path(root, str(candidate))
             if await repo_store.get_repo_by_path(session, str(path)) is None:
@@ -182,6 +185,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *prompts.routes,
         *workspaces.routes,
         *runs.routes,
+        *stats.routes,
         *ws.routes,
         openapi.route(),
     ]
@@ -196,7 +200,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
-            Middleware(ForwardingMiddleware),  # commands for sessions another node runs
+            Middleware(ForwardingMiddleware, settings=settings),  # commands for other nodes
         ],
         exception_handlers=exception_handlers,
         lifespan=lifespan,

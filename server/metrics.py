@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter as _Tally
 from typing import Any
 
@@ -43,6 +44,28 @@ PERMISSION_WAIT_SECONDS = Histogram(
     buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 300, 600),
 )
 REFUSED = Counter("agent_sessions_admission_refused", "Creates refused with 429", registry=REGISTRY)
+# Usage by agent (issue 15). Labels stay bounded: agent ids come from the server's agent
+# configuration; statuses, token kinds and ISO 4217-shaped currencies are closed sets.
+RUNS = Counter(
+    "agent_sessions_runs", "Runs ended, by outcome", ["agent", "status"], registry=REGISTRY
+)
+TOKENS = Counter(
+    "agent_sessions_tokens",
+    "Tokens the agents reported at the end of runs",
+    ["agent", "kind"],
+    registry=REGISTRY,
+)
+COST = Counter(
+    "agent_sessions_cost",
+    "Cost of runs as the agents reported it",
+    ["agent", "currency"],
+    registry=REGISTRY,
+)
+TOOL_FAILURES = Counter(
+    "agent_sessions_tool_failures", "Tool calls that ended in error", ["agent"], registry=REGISTRY
+)
+_TOKEN_KINDS = {"input": "inputTokens", "output": "outputTokens", "cached": "cachedReadTokens"}
+_CURRENCY = re.compile(r"[A-Z]{3}")
 
 
 def observe_commit(seconds: float, rows: int) -> None:
@@ -53,6 +76,33 @@ def observe_commit(seconds: float, rows: int) -> None:
 def count_messages(rows: list[dict[str, Any]]) -> None:
     for kind, count in _Tally(row["type"] for row in rows).items():
         MESSAGES.labels(type=kind).inc(count)
+
+
+def _amount(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok else None
+
+
+def observe_run(
+    agent: str,
+    status: str,
+    usage: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
+    tool_failures: int = 0,
+) -> None:
+    """Count one ended run: its outcome, tokens, cost and failed tool calls."""
+    RUNS.labels(agent=agent, status=status).inc()
+    for kind, key in _TOKEN_KINDS.items():
+        tokens = _amount((usage or {}).get(key))
+        if tokens:
+            TOKENS.labels(agent=agent, kind=kind).inc(tokens)
+    amount = _amount((cost or {}).get("amount"))
+    currency = (cost or {}).get("currency")
+    if amount:
+        code = currency if isinstance(currency, str) and _CURRENCY.fullmatch(currency) else "other"
+        COST.labels(agent=agent, currency=code).inc(amount)
+    if tool_failures:
+        TOOL_FAILURES.labels(agent=agent).inc(tool_failures)
 
 
 def render() -> bytes:

@@ -6,7 +6,7 @@ transaction.
 
 from store import messages, permissions, repos, runs, sessions, workspaces
 from store.engine import Database, open_database
-from store.migrate import downgrade, upgrade
+from store.migrate import downgrade, startup_lock, upgrade
 from store.models import (
     Base,
     Message,
@@ -38,6 +38,7 @@ __all__ = [
     "repos",
     "runs",
     "sessions",
+    "startup_lock",
     "upgrade",
     "utcnow",
     "workspaces",

@@ -15,6 +15,8 @@ from store.models import Message, SessionRecord
 
 __all__ = [
     "MessageFilter",
+    "count_live_between",
+    "drop_between",
     "drop_messages_after",
     "get_message",
     "last_of_type",
@@ -100,5 +102,32 @@ async def drop_messages_after(db: AsyncSession, session_id: str, seq: int) -> in
     )
     await db.execute(
         update(SessionRecord).where(SessionRecord.id == session_id).values(needs_context=True)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def count_live_between(db: AsyncSession, session_id: str, after: int, upto: int) -> int:
+    """How many messages with ``after < seq <= upto`` are not dropped."""
+    query = select(func.count()).where(
+        Message.session_id == session_id,
+        Message.seq > after,
+        Message.seq <= upto,
+        Message.dropped.is_(False),
+    )
+    return int((await db.execute(query)).scalar_one())
+
+
+async def drop_between(db: AsyncSession, session_id: str, after: int, upto: int) -> int:
+    """``drop_messages_after`` bounded above (a rewind's own status message, stored in the
+    same transaction, stays); how many it dropped."""
+    result = await db.execute(
+        update(Message)
+        .where(
+            Message.session_id == session_id,
+            Message.seq > after,
+            Message.seq <= upto,
+            Message.dropped.is_(False),
+        )
+        .values(dropped=True)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -8,8 +8,10 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -160,6 +162,22 @@ class Run(Base):
         Index("ix_runs_created", "created_at", "id"),
         Index("ix_runs_session", "session_id"),
         Index("ix_runs_status", "status"),
+        # /api/stats: one index-only range scan per query (see store/stats.py).
+        Index(
+            "ix_runs_stats",
+            "created_at",
+            "agent_id",
+            "repo_id",
+            "status",
+            "duration_ms",
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "cost_amount",
+            "cost_currency",
+            "tool_call_count",
+            "tool_failure_count",
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -179,6 +197,15 @@ class Run(Base):
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # Roll-ups of usage, cost and tool calls, written when the run ends (store.runs.update_run)
+    # so the statistics aggregate plain columns instead of JSON.
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cached_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cost_amount: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cost_currency: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    tool_call_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tool_failure_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ToolCall(Base):
@@ -186,6 +213,7 @@ class ToolCall(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "tool_call_id", name="uq_tool_calls_run_call"),
         Index("ix_tool_calls_run_step", "run_id", "step_number"),
+        Index("ix_tool_calls_stats", "created_at", "tool_name", "status", "duration_ms"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -38,7 +38,43 @@ async def get_run(db: AsyncSession, run_id: str) -> Run | None:
     return await db.get(Run, run_id)
 
 
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _rollups(run_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The plain columns /api/stats aggregates, from a run's end values: tokens from
+    ``usage``, amount and currency from ``cost``, and its tool calls counted."""
+    out: dict[str, Any] = {}
+    if "usage" in values:
+        usage = values["usage"] if isinstance(values["usage"], dict) else {}
+        out["input_tokens"] = _count(usage.get("inputTokens"))
+        out["output_tokens"] = _count(usage.get("outputTokens"))
+        out["cached_tokens"] = _count(usage.get("cachedReadTokens"))
+    if "cost" in values:
+        cost = values["cost"] if isinstance(values["cost"], dict) else {}
+        amount = _number(cost.get("amount"))
+        currency = cost.get("currency")
+        out["cost_amount"] = amount
+        out["cost_currency"] = (
+            currency[:16] if isinstance(currency, str) and amount is not None else None
+        )
+    if values.get("status") not in (None, "running"):
+        calls = select(func.count()).where(ToolCall.run_id == run_id)
+        out["tool_call_count"] = calls.scalar_subquery()
+        out["tool_failure_count"] = calls.where(ToolCall.status == "error").scalar_subquery()
+    return out
+
+
 async def update_run(db: AsyncSession, run_id: str, **values: Any) -> None:
+    values = {**values, **_rollups(run_id, values)}
     await db.execute(update(Run).where(Run.id == run_id).values(**values))
 
 

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.settings import Settings, load_settings
+from store import Database, Repo, open_database, upgrade
+from store import repos as repo_store
 
 # Starlette's TestClient sends ``Host: testserver``, which ALLOWED_HOSTS rightly refuses;
 # the tests' clients speak as a local browser does (``Host: localhost``), in one place.
@@ -117,6 +119,24 @@ test_database_url.__test__ = False  # type: ignore[attr-defined]
 def database_url(tmp_path: Path) -> str:
     """test_database_url, as a fixture (tests that open the store themselves)."""
     return test_database_url(tmp_path)
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Database]:
+    """The store at head holding repository ``r1`` and its active session ``s1``."""
+    from tests.store.test_store import T0, session_record
+
+    db = open_database(database_url)
+    await upgrade(db)
+    async with db.write() as session, session.begin():
+        await repo_store.add_repo(
+            session, Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=T0)
+        )
+        session.add(session_record("s1"))
+    try:
+        yield db
+    finally:
+        await db.close()
 
 
 def settings_env(tmp_path: Path, workspace_root: Path, **env: Any) -> dict[str, str]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.testclient import TestClient
 
 DEMO = f"{sys.executable} -m agent_bridge.demo_agent"
@@ -105,3 +106,18 @@ def prompt(client: TestClient, session_id: str, text: str) -> str:
     response = client.post(f"/api/sessions/{session_id}/prompt", json={"text": text})
     assert response.status_code == 202, response.text
     return str(response.json()["runId"])
+
+
+def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
+    """``status`` with API.md's error body (``code`` if given)."""
+    assert response.status_code == status, (response.status_code, response.text[:500])
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "details"}, error
+    assert isinstance(error["message"], str) and error["message"], error
+    assert isinstance(error["details"], dict), error
+    if code is not None:
+        assert error["code"] == code, error
+    return dict(error)

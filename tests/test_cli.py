@@ -176,3 +176,15 @@ def test_chat_on_a_path_not_registered_yet_registers_it_and_chats(
     assert "agent: You said: hello there" in chat.stdout
     repos = httpx.get(f"{server.url}/api/repos").json()["repos"]
     assert [r["path"] for r in repos] == [str(fresh)]
+
+
+def test_chat_on_an_over_long_path_says_why_without_a_traceback(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    # Issue 17, item 1: Path.exists() raised ENAMETOOLONG in the client itself.
+    server = live_server(AUTO_REGISTER_REPOS="false")
+    for spec in ("a" * 5000, "/".join(["a"] * 3000)):
+        chat = cli(server, "chat", "--repo", spec, stdin="/quit\n")
+        assert chat.returncode != 0
+        assert "Traceback" not in chat.stderr, chat.stderr[-2000:]
+        assert "validation_error" in chat.stderr or "cannot be used" in chat.stderr, chat.stderr

@@ -34,6 +34,10 @@ FAMILIES = {
     "agent_sessions_agent_start_seconds": "histogram",
     "agent_sessions_permission_wait_seconds": "histogram",
     "agent_sessions_admission_refused": "counter",
+    "agent_sessions_runs": "counter",
+    "agent_sessions_tokens": "counter",
+    "agent_sessions_cost": "counter",
+    "agent_sessions_tool_failures": "counter",
 }
 
 

@@ -1,5 +1,5 @@
 """Several server nodes on one PostgreSQL: leases, fan-out between nodes, forwarding."""
 
-from server.cluster.node import CHANNEL, Cluster, command_target
+from server.cluster.node import CHANNEL, FORWARDED, SECRET, Cluster, command_target
 
-__all__ = ["CHANNEL", "Cluster", "command_target"]
+__all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "command_target"]

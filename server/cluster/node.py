@@ -24,20 +24,20 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
-import asyncpg
 import httpx
 from anyio.abc import TaskStatus
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.cluster.listener import Listener
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
 from store import Database, Node, Run, SessionOwner, utcnow
 from store import messages as message_store
 
-__all__ = ["CHANNEL", "Cluster", "command_target"]
+__all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "command_target"]
 
 log = logging.getLogger("agent_sessions.cluster")
 
@@ -46,7 +46,8 @@ FORWARDED = "x-agent-sessions-forwarded"
 SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
 _UUID = "[0-9a-fA-F-]{36}"
 _SESSION_COMMAND = re.compile(
-    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+)?$"
+    rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+"
+    r"|/changes|/commit|/merge|/worktree)?$"  # worktrees: the owner's node has the files
 )
 _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 
@@ -70,6 +71,9 @@ class Cluster:
         self._notes: deque[tuple[str, int, int]] = deque()
         self._wake = anyio.Event()
         self._http: httpx.AsyncClient | None = None
+        self.listener = Listener(
+            database.url, CHANNEL, self.node_id, self._on_notification, self._drop_remote_viewers
+        )
         # Interrupt the runs of the sessions whose owner died (the hub's recovery).
         self._on_takeover = on_takeover
 
@@ -83,7 +87,7 @@ class Cluster:
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=5))
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(self._listen)
+                await tg.start(self.listener.run)
                 tg.start_soon(self._deliver_loop)
                 tg.start_soon(self._heartbeat_loop)
                 log.info(
@@ -229,27 +233,7 @@ class Cluster:
                 {"channel": CHANNEL, "payload": payload},
             )
 
-    async def _listen(self, *, task_status: TaskStatus[None]) -> None:
-        url = self.db.url.replace("postgresql+asyncpg://", "postgresql://")
-        started = False
-        while True:
-            conn = await asyncpg.connect(url)
-            lost = anyio.Event()
-            conn.add_termination_listener(lambda _c, lost=lost: lost.set())
-            await conn.add_listener(CHANNEL, self._on_notification)
-            if not started:
-                task_status.started()
-                started = True
-            try:
-                await lost.wait()
-            finally:
-                with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                    if not conn.is_closed():
-                        await conn.close()
-            log.warning("LISTEN connection lost; viewers of remote sessions will reconnect")
-            self._drop_remote_viewers()
-
-    def _on_notification(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+    def _on_notification(self, payload: str) -> None:
         node, session_id, first, last = payload.split(" ")
         if node != self.node_id and self.broker.has_subscribers(session_id):
             self._notes.append((session_id, int(first), int(last)))
@@ -261,14 +245,24 @@ class Cluster:
                 await self._wake.wait()
                 self._wake = anyio.Event()
                 continue
-            session_id, first, last = self._notes.popleft()
+            session_id, first, last = self._notes[0]
             cursor = self._published.get(session_id, first - 1)
             if last <= cursor:
+                self._notes.popleft()
                 continue
-            async with self.db.read() as db:
-                rows = await message_store.list_messages(
-                    db, session_id, message_store.MessageFilter(after=cursor, upto=last), limit=None
-                )
+            try:
+                async with self.db.read() as db:
+                    rows = await message_store.list_messages(
+                        db,
+                        session_id,
+                        message_store.MessageFilter(after=cursor, upto=last),
+                        limit=None,
+                    )
+            except Exception:  # noqa: BLE001 - the database is away: retry, keep the order
+                log.exception("reading announced messages failed; retrying")
+                await anyio.sleep(1)
+                continue
+            self._notes.popleft()
             frames = [(m.seq, message_frame(m)) for m in rows]
             self.broker.publish(session_id, frames)
             self._published[session_id] = last
@@ -285,8 +279,8 @@ class Cluster:
             for k, v in headers.items()
             if k.lower() in ("authorization", "content-type", "x-request-id")
         }
-        out[FORWARDED] = self.node_id
-        if self.secret:
+        if self.secret:  # without the secret the owner knows its own sessions by the lease
+            out[FORWARDED] = self.node_id
             out[SECRET] = self.secret
         return out
 
@@ -300,9 +294,8 @@ class Cluster:
         )
 
     def is_forwarded(self, headers: Any) -> bool:
-        if headers.get(FORWARDED) is None:
-            return False
-        return not self.secret or headers.get(SECRET) == self.secret
+        """Sent here by another node (ForwardingMiddleware refused the header unproven)."""
+        return bool(self.secret) and headers.get(FORWARDED) is not None
 
 
 async def command_target(cluster: Cluster, method: str, path: str) -> str | None:

@@ -92,11 +92,24 @@ async def admit(
     async with services.db.write() as db, db.begin():
         active = await session_store.insert_session_within_limit(db, record, limit)
     if active is None:
-        metrics.REFUSED.inc()
-        raise LimitReached(  # the edge adds Retry-After: 60
-            "session_limit_reached",
-            f"The server already runs its limit of {limit} active sessions. "
-            "Wait for one to finish (or complete one) and try again in a minute.",
-            {"limit": limit},
-        )
+        raise _limit_reached(limit)
     return record
+
+
+def _limit_reached(limit: int) -> LimitReached:
+    metrics.REFUSED.inc()
+    return LimitReached(  # the edge adds Retry-After: 60
+        "session_limit_reached",
+        f"The server already runs its limit of {limit} active sessions. "
+        "Wait for one to finish (or complete one) and try again in a minute.",
+        {"limit": limit},
+    )
+
+
+async def refuse_when_full(services: Services) -> None:
+    """Refuse early, before any costly preparation (git), when the limit is already
+    reached. Only a shortcut: ``admit`` makes the atomic decision."""
+    limit = services.settings.max_concurrent_sessions
+    async with services.db.read() as db:
+        if await session_store.count_active_sessions(db) >= limit:
+            raise _limit_reached(limit)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server import shapes
 from server.sessions.errors import Invalid, NotFound
 from server.stream.frames import iso, message_view
 from store import SessionRecord, utcnow
@@ -42,20 +43,8 @@ log = logging.getLogger("agent_sessions.history")
 
 ARCHIVE_VERSION = 1
 EXPORT_PAGE = 500
-ROLES = ("user", "agent", "system")
-TYPES = (
-    "text",
-    "thought",
-    "plan",
-    "tool",
-    "permission",
-    "status",
-    "run",
-    "usage",
-    "controls",
-    "elicitation",
-    "update",
-)
+ROLES = shapes.ROLES
+TYPES = shapes.MESSAGE_TYPES
 
 
 # -- export --------------------------------------------------------------------------------

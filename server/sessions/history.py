@@ -14,7 +14,6 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
@@ -142,32 +141,6 @@ async def _mark_error(hub: Hub, session_id: str, reason: str) -> None:
 # -- rewind --------------------------------------------------------------------------------
 
 
-async def _count_live_between(db: AsyncSession, session_id: str, after: int, upto: int) -> int:
-    query = select(func.count()).where(
-        Message.session_id == session_id,
-        Message.seq > after,
-        Message.seq <= upto,
-        Message.dropped.is_(False),
-    )
-    return int((await db.execute(query)).scalar_one())
-
-
-async def _drop_between(db: AsyncSession, session_id: str, after: int, upto: int) -> int:
-    """``drop_messages_after`` bounded above, so the rewind's own status message, stored
-    in the same transaction, stays."""
-    result = await db.execute(
-        update(Message)
-        .where(
-            Message.session_id == session_id,
-            Message.seq > after,
-            Message.seq <= upto,
-            Message.dropped.is_(False),
-        )
-        .values(dropped=True)
-    )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-
 _rewind_locks: weakref.WeakKeyDictionary[Hub, defaultdict[str, anyio.Lock]] = (
     weakref.WeakKeyDictionary()
 )
@@ -208,7 +181,9 @@ async def _rewind(
         hub.writer.open_session(session_id, record.last_seq)
         upto = hub.writer.last_seq(session_id)
         async with hub.db.read() as db:
-            outcome["dropped"] = await _count_live_between(db, session_id, to_seq, upto)
+            outcome["dropped"] = await message_store.count_live_between(
+                db, session_id, to_seq, upto
+            )
         content = {
             "type": "status",
             "status": "active",
@@ -217,7 +192,7 @@ async def _rewind(
         }
 
         async def drop(db: AsyncSession) -> None:
-            count = await _drop_between(db, session_id, to_seq, upto)
+            count = await message_store.drop_between(db, session_id, to_seq, upto)
             if count != outcome["dropped"]:
                 log.warning(
                     "rewind dropped %d messages, announced %d",

@@ -13,18 +13,16 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from agent_bridge import (
-    AgentStartError,
-    agent_environment,
-    kill_orphans,
-)
+from agent_bridge import AgentStartError, agent_environment, kill_orphans
 from server import metrics
 from server.cluster import Cluster
+from server.sessions import status as state
 from server.sessions.admission import admit, checked_repo_path
 from server.sessions.agents import AgentConfig
 from server.sessions.errors import (
@@ -39,11 +37,12 @@ from server.sessions.errors import (
 from server.sessions.handshake import Restore
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
+from server.sessions.prompt_content import PromptContent
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.status import log_active_count, set_status, status_draft
-from server.sessions.supervision import KeyedLocks, owner_labels, start_error, start_failure_detail
+from server.sessions.supervision import KeyedLocks, owner_labels, start_error
 from server.sessions.transcript import stored_preamble
+from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -73,6 +72,7 @@ class Hub:
         self.services = Services(settings, database, writer, cluster, clock)
         self.db = database
         self.writer = writer
+        writer.on_failure = self.write_failures = WriteFailures(self)
         self.broker = broker
         self.agents = agents
         self.live: dict[str, LiveSession] = {}
@@ -88,6 +88,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
+            tg.start_soon(self.write_failures.run)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -112,7 +113,7 @@ class Hub:
         return agent_environment(os.environ, agent.env, self.owner)
 
     async def log_active_count(self, change: str, session_id: str) -> None:
-        await log_active_count(self.services, change, session_id)
+        await state.log_active_count(self.services, change, session_id)
 
     # -- starting agents ---------------------------------------------------------------
 
@@ -161,28 +162,17 @@ class Hub:
 
     async def _record_crash(self, live: LiveSession) -> None:
         """The agent exited on its own: the session becomes ``error``."""
-        reason = "agent_protocol_error" if live.failure else "agent_exited"
-        detail = {"exitCode": live.exit_code, "stderrTail": live.stderr_tail}
-        if live.failure:
-            detail["message"] = live.failure
-        log.warning(
-            "agent exited unexpectedly",
-            extra={"session_id": live.id, "exit_code": live.exit_code},
+        await state.record_crash(
+            self.services, live.id, live.exit_code, live.stderr_tail, live.failure
         )
-        await self._set_status(live.id, "error", reason, detail)
-        await self.log_active_count("agent exited", live.id)
 
     async def _fail_start(self, record: SessionRecord, exc: AgentStartError) -> AgentStartFailed:
-        detail = start_failure_detail(exc)
-        await self._set_status(record.id, "error", "agent_start_failed", detail)
-        await self.log_active_count("agent start failed", record.id)
-        log.warning("agent start failed: %s", exc.reason, extra={"session_id": record.id})
-        return AgentStartFailed("agent_start_failed", exc.describe(), detail)
+        return await state.record_start_failure(self.services, record.id, exc)
 
     async def _set_status(
         self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None
     ) -> None:
-        await set_status(self.writer, session_id, status, reason, detail)
+        await state.set_status(self.writer, session_id, status, reason, detail)
 
     # -- sessions ----------------------------------------------------------------------
 
@@ -227,7 +217,7 @@ class Hub:
                     )
                 raise
             await self.writer.submit(
-                record.id, [status_draft("active", "created", {"agentId": record.agent_id})]
+                record.id, [state.status_draft("active", "created", {"agentId": record.agent_id})]
             ).wait()
             return live
 
@@ -279,11 +269,25 @@ class Hub:
         one is accepted and the other sees ``resumedBy``."""
         return self._resuming.hold(run_id)
 
-    async def prompt(self, session_id: str, text: str, **turn: Any) -> str:
+    async def prompt(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        max_steps: int | None = None,
+        step_base: int = 0,
+        resumed_from: str | None = None,
+        parent_run_id: str | None | EllipsisType = ...,  # ...: the session's own
+        content: PromptContent | None = None,
+    ) -> str:
         live = await self.active_live(session_id)
-        turn.setdefault("parent_run_id", live.parent_run_id)
         return await live.start_turn(
-            text, max_steps=turn.pop("max_steps", self.settings.agent_max_steps), **turn
+            text,
+            max_steps=self.settings.agent_max_steps if max_steps is None else max_steps,
+            step_base=step_base,
+            resumed_from=resumed_from,
+            parent_run_id=live.parent_run_id if parent_run_id is ... else parent_run_id,
+            content=content,
         )
 
     async def cancel(self, session_id: str) -> None:

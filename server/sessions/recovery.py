@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from server import metrics
 from server.sessions.status import status_draft
 from server.stream.writer import Draft
 from store import permissions as permission_store
@@ -100,6 +101,7 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
             await session_store.update_session(db, session_id, active_run_id=None)
 
         hub.writer.submit(run.session_id, drafts, [interrupt])
+        metrics.observe_run(run.agent_id, "interrupted")
     await hub.writer.submit(None).wait()
     if runs or pending:
         log.warning(

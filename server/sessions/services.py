@@ -1,5 +1,6 @@
 """What a live session is given at construction: the server's services (settings, the
-database, the writer, the cluster), frozen, so that it never reaches back into the hub.
+database, the writer, the cluster, the clock durations are measured on), frozen, so that
+it never reaches back into the hub.
 ``CLEANUP_SECONDS`` (from settings) bounds every shielded cleanup."""
 
 from __future__ import annotations

@@ -6,13 +6,22 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agent_bridge import AgentStartError
 from server import metrics
+from server.sessions.errors import AgentStartFailed
 from server.sessions.services import Services
+from server.sessions.supervision import start_failure_detail
 from server.stream.writer import Draft, Writer
 from store import sessions as session_store
 from store import utcnow
 
-__all__ = ["log_active_count", "set_status", "status_draft"]
+__all__ = [
+    "log_active_count",
+    "record_crash",
+    "record_start_failure",
+    "set_status",
+    "status_draft",
+]
 
 log = logging.getLogger("agent_sessions.hub")
 
@@ -52,3 +61,34 @@ async def log_active_count(services: Services, change: str, session_id: str) -> 
         change,
         extra={"event": "active_count", "session_id": session_id, "active": count},
     )
+
+
+async def record_crash(
+    services: Services,
+    session_id: str,
+    exit_code: int | None,
+    stderr_tail: str,
+    failure: str | None,
+) -> None:
+    """The agent exited on its own: the session becomes ``error`` (``agent_exited``, or
+    ``agent_protocol_error`` when it broke the protocol)."""
+    reason = "agent_protocol_error" if failure else "agent_exited"
+    detail: dict[str, Any] = {"exitCode": exit_code, "stderrTail": stderr_tail}
+    if failure:
+        detail["message"] = failure
+    log.warning(
+        "agent exited unexpectedly", extra={"session_id": session_id, "exit_code": exit_code}
+    )
+    await set_status(services.writer, session_id, "error", reason, detail)
+    await log_active_count(services, "agent exited", session_id)
+
+
+async def record_start_failure(
+    services: Services, session_id: str, exc: AgentStartError
+) -> AgentStartFailed:
+    """The agent did not start: the session becomes ``error``; the refusal to raise (502)."""
+    detail = start_failure_detail(exc)
+    await set_status(services.writer, session_id, "error", "agent_start_failed", detail)
+    await log_active_count(services, "agent start failed", session_id)
+    log.warning("agent start failed: %s", exc.reason, extra={"session_id": session_id})
+    return AgentStartFailed("agent_start_failed", exc.describe(), detail)

@@ -17,7 +17,7 @@ from server.sessions.live_base import LiveBase, Stop
 from server.sessions.prompt_content import PromptContent
 from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
-from server.sessions.translate import Output
+from server.sessions.translate import Output, tool_status
 from server.sessions.turn import Turn
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
@@ -179,8 +179,11 @@ class TurnRunner(LiveBase):
             await run_store.update_run(db, turn.run_id, **values)
             await session_store.update_session(db, self.id, active_run_id=None)
 
+        tools = self.translator.tools.values()
+        failures = sum(1 for t in tools if tool_status(t.fields.get("status")) == "error")
         try:
             await self.services.writer.submit(self.id, drafts, [*ops, close_run]).wait()
+            metrics.observe_run(self.agent_id, status, turn.usage, turn.cost(), failures)
         finally:
             self.turn = None
             turn.done.set()

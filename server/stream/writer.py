@@ -110,6 +110,8 @@ class Writer:
         self._seq: dict[str, int] = {}
         self._closing = False
         self._stopped = anyio.Event()
+        # Set by the hub: a session whose messages could not be stored (it ends in error).
+        self.on_failure: Callable[[str, BaseException], None] | None = None
 
     # -- seq bookkeeping --------------------------------------------------------------
 
@@ -236,18 +238,77 @@ class Writer:
                     await self._commit(batch)
                 error = None
                 break
-            except Exception as exc:  # noqa: BLE001 - retried, then reported to waiters
+            except Exception as exc:  # noqa: BLE001 - retried, then isolated
                 error = exc
                 log.exception("commit failed (attempt %d)", attempt + 1)
                 await anyio.sleep(0.05 * 2**attempt)
-        rows = [row for item in batch for row in item.rows]
+        failed: dict[int, BaseException] = {}
+        if error is not None:
+            failed = await self._commit_alone(batch)
+        rows = [row for item in batch if id(item) not in failed for row in item.rows]
         metrics.observe_commit(time.perf_counter() - started, len(rows))
-        if error is None and rows:
+        if rows:
             metrics.count_messages(rows)
             for session_id, frames in _frames(rows).items():
                 self._broker.publish(session_id, frames)
         for item in batch:
-            item._set_committed(error)
+            item._set_committed(failed.get(id(item)))
+        if failed:
+            self._drop_failed_sessions([item for item in batch if id(item) in failed])
+
+    async def _commit_alone(self, batch: list[Receipt]) -> dict[int, BaseException]:
+        """The batch keeps failing: commit each receipt in a transaction of its own, in
+        order, so one bad operation fails only its own session. Once a receipt of a
+        session failed, its later receipts fail too (their seqs would leave a gap).
+        Returns the failed receipts (by id) with their errors."""
+        failed: dict[int, BaseException] = {}
+        broken: dict[str | None, BaseException] = {}
+        for item in batch:
+            if item.session_id is not None and item.session_id in broken:
+                failed[id(item)] = broken[item.session_id]
+                continue
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._commit([item])
+            except Exception as exc:  # noqa: BLE001 - reported to its waiter and session
+                log.exception(
+                    "commit of one session's messages failed", extra={"session_id": item.session_id}
+                )
+                failed[id(item)] = exc
+                if item.session_id is not None:
+                    broken[item.session_id] = exc
+        return failed
+
+    def _drop_failed_sessions(self, failed: list[Receipt]) -> None:
+        """For each session with a failed receipt: fail its receipts still queued (their
+        seqs follow the lost ones), assign seqs again from the last one stored, and report
+        the session (``on_failure``), whose status the domain then sets to ``error``."""
+        errors: dict[str, BaseException] = {}
+        first_lost: dict[str, int] = {}
+        for item in failed:
+            if item.session_id is None or item.error is None:
+                continue
+            errors.setdefault(item.session_id, item.error)
+            if item.rows:
+                first_lost.setdefault(item.session_id, item.rows[0]["seq"])
+        if not errors:
+            return
+        kept: deque[Receipt] = deque()
+        for item in self._queue:
+            if item.session_id in errors:
+                self._pending_rows -= len(item.rows)
+                if item.rows:
+                    first_lost.setdefault(item.session_id, item.rows[0]["seq"])
+                item._set_committed(errors[item.session_id])
+            else:
+                kept.append(item)
+        self._queue = kept
+        self._space.set()
+        for session_id, error in errors.items():
+            if session_id in first_lost:
+                self._seq[session_id] = first_lost[session_id] - 1
+            if self.on_failure is not None:
+                self.on_failure(session_id, error)
 
     async def drain(self) -> None:
         """Commit everything queued, then let ``run`` return."""

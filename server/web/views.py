@@ -1,9 +1,13 @@
-"""Records → the JSON shapes of API.md (camelCase, ISO 8601 UTC with Z)."""
+"""Records → the JSON shapes of API.md (camelCase, ISO 8601 UTC with Z), through the
+Structs of ``server.shapes`` (the OpenAPI components are generated from the same)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from server import shapes
 from server.sessions.controls import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
@@ -19,86 +23,106 @@ __all__ = [
 ]
 
 
+def _time(value: Any) -> str:
+    text = iso(value)
+    assert text is not None
+    return text
+
+
+def repo_shape(repo: Repo) -> shapes.Repo:
+    return shapes.Repo(
+        id=repo.id,
+        name=repo.name,
+        path=repo.path,
+        is_git_repo=repo.is_git_repo,
+        created_at=_time(repo.created_at),
+    )
+
+
 def repo_view(repo: Repo) -> dict[str, Any]:
-    return {
-        "id": repo.id,
-        "name": repo.name,
-        "path": repo.path,
-        "isGitRepo": repo.is_git_repo,
-        "createdAt": iso(repo.created_at),
-    }
+    return msgspec.to_builtins(repo_shape(repo))  # type: ignore[no-any-return]
 
 
 def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
     forked = (
-        {"sessionId": session.forked_from_session_id, "seq": session.forked_from_seq}
+        shapes.ForkedFrom(session.forked_from_session_id, session.forked_from_seq or 0)
         if session.forked_from_session_id
         else None
     )
-    return {
-        "id": session.id,
-        "repoId": session.repo_id,
-        "repo": repo_view(repo),
-        "agentId": session.agent_id,
-        "status": session.status,
-        "title": session.title,
-        "createdAt": iso(session.created_at),
-        "updatedAt": iso(session.updated_at),
-        "lastSeq": session.last_seq,
-        "activeRunId": session.active_run_id,
-        "parentRunId": session.parent_run_id,
-        "forkedFrom": forked,
-        "metadata": session.meta or {},
-        "controls": session.controls or empty_controls(),
-        "workspace": workspace_view(session, repo),
-    }
+    shape = shapes.Session(
+        id=session.id,
+        repo_id=session.repo_id,
+        repo=repo_shape(repo),
+        agent_id=session.agent_id,
+        status=session.status,  # type: ignore[arg-type] # the store holds the enum's values
+        title=session.title,
+        created_at=_time(session.created_at),
+        updated_at=_time(session.updated_at),
+        last_seq=session.last_seq,
+        active_run_id=session.active_run_id,
+        parent_run_id=session.parent_run_id,
+        forked_from=forked,
+        metadata=session.meta or {},
+        workspace=workspace_shape(session, repo),
+    )
+    view: dict[str, Any] = msgspec.to_builtins(shape)
+    # API.md "Agent controls" (its OpenAPI entry is added by openapi/paths_controls.py)
+    view["controls"] = session.controls or empty_controls()
+    return view
+
+
+def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
+    """API.md "Worktrees and changes"."""
+    return shapes.Workspace(
+        path=session.workspace_path or repo.path,
+        isolation=session.isolation or "none",  # type: ignore[arg-type] # the enum's values
+        branch=session.branch,
+        base_ref=session.base_ref,
+        base_commit=session.base_commit,
+    )
 
 
 def workspace_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
-    return {
-        "path": session.workspace_path or repo.path,
-        "isolation": session.isolation or "none",
-        "branch": session.branch,
-        "baseRef": session.base_ref,
-        "baseCommit": session.base_commit,
-    }
+    return msgspec.to_builtins(workspace_shape(session, repo))  # type: ignore[no-any-return]
 
 
 def run_view(run: Run) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "sessionId": run.session_id,
-        "repoId": run.repo_id,
-        "agentId": run.agent_id,
-        "status": run.status,
-        "stopReason": run.stop_reason,
-        "stepCount": run.step_count,
-        "maxSteps": run.max_steps,
-        "parentRunId": run.parent_run_id,
-        "resumedFrom": run.resumed_from,
-        "summary": run.summary,
-        "errorMessage": run.error_message,
-        "usage": run.usage,
-        "cost": run.cost,
-        "durationMs": run.duration_ms,
-        "createdAt": iso(run.created_at),
-        "completedAt": iso(run.completed_at),
-    }
+    shape = shapes.Run(
+        id=run.id,
+        session_id=run.session_id,
+        repo_id=run.repo_id,
+        agent_id=run.agent_id,
+        status=run.status,  # type: ignore[arg-type] # the store holds the enum's values
+        stop_reason=run.stop_reason,
+        step_count=run.step_count,
+        max_steps=run.max_steps,
+        parent_run_id=run.parent_run_id,
+        resumed_from=run.resumed_from,
+        summary=run.summary,
+        error_message=run.error_message,
+        usage=run.usage,
+        cost=run.cost,
+        duration_ms=run.duration_ms,
+        created_at=_time(run.created_at),
+        completed_at=iso(run.completed_at),
+    )
+    return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
 
 def tool_call_view(call: ToolCall) -> dict[str, Any]:
-    return {
-        "id": call.id,
-        "runId": call.run_id,
-        "messageId": call.message_id,
-        "toolCallId": call.tool_call_id,
-        "toolName": call.tool_name,
-        "kind": call.kind,
-        "input": call.input,
-        "output": call.output,
-        "status": call.status,
-        "durationMs": call.duration_ms,
-        "stepNumber": call.step_number,
-        "createdAt": iso(call.created_at),
-        "completedAt": iso(call.completed_at),
-    }
+    shape = shapes.ToolCall(
+        id=call.id,
+        run_id=call.run_id,
+        message_id=call.message_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        kind=call.kind,
+        input=call.input,
+        output=call.output,
+        status=call.status,  # type: ignore[arg-type] # the store holds the enum's values
+        duration_ms=call.duration_ms,
+        step_number=call.step_number,
+        created_at=_time(call.created_at),
+        completed_at=iso(call.completed_at),
+    )
+    return msgspec.to_builtins(shape)  # type: ignore[no-any-return]

@@ -75,9 +75,12 @@ def test_mode_switch_changes_the_answer_and_model_is_picked(
     send(page, "hello")
     wait_turns(page, 2)
     expect(page.locator(".msg-agent").last).to_contain_text("[ask mode]")
-    send(page, "/help")  # Enter takes the command from the list first
-    expect(page.locator("#prompt-input")).to_have_value("/help ")
-    page.locator("#prompt-input").press("Enter")
+    box = page.locator("#prompt-input")
+    box.fill("/help")
+    expect(page.get_by_role("listbox").get_by_role("option").first).to_contain_text("/help")
+    box.press("Enter")  # takes the command from the list first
+    expect(box).to_have_value("/help ")
+    box.press("Enter")
     wait_turns(page, 3)
     expect(page.locator(".msg-agent").last).to_contain_text("mode ask, model demo-large")
 

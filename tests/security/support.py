@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
@@ -69,21 +68,6 @@ def app_for(tmp_path: Path, workspace_root: Path, **env: Any) -> Starlette:
 
 def make(tmp_path: Path, workspace_root: Path, **env: Any) -> Settings:
     return load_settings(settings_env(tmp_path, workspace_root, **env), env_file=None)
-
-
-def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
-    """``status`` with API.md's error body (``code`` if given)."""
-    assert response.status_code == status, (response.status_code, response.text[:500])
-    assert response.headers["content-type"].startswith("application/json"), response.headers
-    body = response.json()
-    assert set(body) == {"error"}, body
-    error = body["error"]
-    assert set(error) == {"code", "message", "details"}, error
-    assert isinstance(error["message"], str) and error["message"], error
-    assert isinstance(error["details"], dict), error
-    if code is not None:
-        assert error["code"] == code, error
-    return dict(error)
 
 
 def ws_close_code(

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.helpers import create_session, prompt, run_ended, wait_for_message
-from tests.security.support import app_for, assert_error
+from tests.helpers import assert_error, create_session, prompt, run_ended, wait_for_message
+from tests.security.support import app_for
 from tests.traversal_payloads import (
     ESCAPES,
     FORBIDDEN_TEXT,

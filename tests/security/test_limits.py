@@ -16,8 +16,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.conftest import LiveServer, make_git_repo
-from tests.helpers import create_session
-from tests.security.support import WS, Operation, app_for, assert_error, operations, route_app
+from tests.helpers import assert_error, create_session
+from tests.security.support import WS, Operation, app_for, operations, route_app
 
 BODY_LIMIT = 1024
 PROMPT_LIMIT = 100

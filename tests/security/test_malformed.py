@@ -15,8 +15,8 @@ from starlette.testclient import TestClient
 
 from server.web.openapi import CATALOGUE
 from tests.conftest import make_git_repo
-from tests.helpers import create_session, prompt, run_ended, wait_for_message
-from tests.security.support import Operation, app_for, assert_error
+from tests.helpers import assert_error, create_session, prompt, run_ended, wait_for_message
+from tests.security.support import Operation, app_for
 
 
 def _json_body_operations() -> list[tuple[str, str, dict[str, Any]]]:

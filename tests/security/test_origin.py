@@ -21,11 +21,11 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.conftest import LiveServer, make_git_repo
+from tests.helpers import assert_error
 from tests.security.support import (
     UNKNOWN_ID,
     WS,
     app_for,
-    assert_error,
     operations,
     route_app,
     ws_close_code,

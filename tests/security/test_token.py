@@ -21,11 +21,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import make_git_repo
+from tests.helpers import assert_error
 from tests.security.support import (
     WS,
     Operation,
     app_for,
-    assert_error,
     operations,
     route_app,
     ws_close_code,

@@ -12,7 +12,8 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.settings import Settings
 from store import repos as repo_store
-from tests.server.test_api_repos import UNKNOWN_ID, assert_error
+from tests.helpers import assert_error
+from tests.server.test_api_repos import UNKNOWN_ID
 
 
 @pytest.mark.parametrize(

@@ -21,22 +21,9 @@ from server.web.routes import ops as ops_routes
 from server.web.routes import repos as repos_routes
 from server.web.routes import sessions as sessions_routes
 from tests.conftest import make_git_repo
+from tests.helpers import assert_error
 
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The response is ``status`` with API.md's error body carrying ``code``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error"}, body
-    error = body["error"]
-    assert set(error) == {"code", "message", "details"}, error
-    assert error["code"] == code, error
-    assert isinstance(error["message"], str) and error["message"], error
-    assert isinstance(error["details"], dict), error
-    return error
 
 
 def assert_repo_shape(repo: dict[str, Any]) -> None:

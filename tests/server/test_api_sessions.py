@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.settings import Settings
 from tests.helpers import (
+    assert_error,
     create_session,
     is_type,
     live_agent_pid,
@@ -24,7 +25,7 @@ from tests.helpers import (
     run_ended,
     wait_for_message,
 )
-from tests.server.test_api_repos import UNKNOWN_ID, assert_error
+from tests.server.test_api_repos import UNKNOWN_ID
 
 SESSION_KEYS = {
     "id",

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.settings import Settings
+from tests.helpers import assert_error, create_session
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 NDJSON = "application/x-ndjson"
@@ -40,12 +41,6 @@ class Turn:
     @property
     def end_seq(self) -> int:
         return int(max(m["seq"] for m in self.messages))
-
-
-def create_session(client: TestClient, repo_id: str) -> dict[str, Any]:
-    response = client.post("/api/sessions", json={"repoId": repo_id})
-    assert response.status_code == 201, response.text
-    return dict(response.json())
 
 
 def run_turn(client: TestClient, session_id: str, text: str, *, answer: str | None = None) -> Turn:
@@ -105,13 +100,6 @@ def export_lines(client: TestClient, session_id: str) -> list[dict[str, Any]]:
     assert response.headers["content-type"].startswith("application/x-ndjson")
     assert response.content.endswith(b"\n")
     return [orjson.loads(line) for line in response.content.splitlines()]
-
-
-def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code
-    return dict(error)
 
 
 @pytest.fixture

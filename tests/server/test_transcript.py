@@ -10,7 +10,8 @@ from starlette.testclient import TestClient
 
 from server.sessions.transcript import build_transcript, render_preamble
 from store import Message
-from tests.server.test_history import MISSING, assert_error, create_session, run_turn
+from tests.helpers import assert_error, create_session
+from tests.server.test_history import MISSING, run_turn
 
 
 def _messages(

@@ -238,6 +238,14 @@ async def test_messages(database: Database, repo: str) -> None:
         assert [(m.seq, m.dropped) for m in with_dropped][-2:] == [(4, True), (5, True)]
         record = await session_store.get_session(db, "s1")
         assert record is not None and record.needs_context is True
+    # A rewind's count and drop, bounded above: 1 < seq <= 2 (seqs 4 and 5 are dropped).
+    async with database.read() as db:
+        assert await message_store.count_live_between(db, "s1", 1, 5) == 2
+    async with database.write() as db, db.begin():
+        assert await message_store.drop_between(db, "s1", 1, 2) == 1
+    async with database.read() as db:
+        assert seqs(await message_store.list_messages(db, "s1", F(), limit=None)) == [1, 3]
+        assert await message_store.count_live_between(db, "s1", 0, 5) == 2
         assert seqs(await message_store.list_messages(db, "s2", F(), limit=None)) == [1]
 
 

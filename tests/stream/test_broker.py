@@ -9,11 +9,10 @@ import inspect
 import anyio
 import pytest
 from starlette.testclient import TestClient
-from starlette.websockets import WebSocketDisconnect
 
 from server.stream.broker import Broker
 from tests.helpers import create_session, messages, prompt, run_ended, wait_for_message
-from tests.server.test_ws import is_run_end, open_stream, receive_until
+from tests.server.test_ws import close_code, is_run_end, open_stream, receive_until
 
 pytestmark = pytest.mark.anyio
 
@@ -88,10 +87,7 @@ def test_a_viewer_that_fell_behind_is_closed_4008_and_catches_up_with_its_cursor
         frames = receive_until(ws, is_run_end(run_id))
         cursor = max([cursor, *(f["message"]["seq"] for f in frames if f["type"] == "message")])
         broker.close_all("behind")  # what a full queue does to every viewer of the session
-        with pytest.raises(WebSocketDisconnect) as closed:
-            while True:
-                ws.receive_json()
-        assert closed.value.code == 4008
+        assert close_code(ws) == 4008
     # While it was away, another turn ran; reconnecting after its cursor misses nothing.
     second = prompt(client, sid, "hello again")
     wait_for_message(client, sid, run_ended(second))

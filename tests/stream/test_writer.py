@@ -1,11 +1,9 @@
 """The writer on a real database: group commit (what was queued together commits in one
 transaction, seqs in submit order), retry of a failed commit, one failing operation
-(its whole batch fails, nothing of it is stored or published, the next batch is fine),
+(only its own receipts fail: the rest of its batch commits, its session is reported),
 and backpressure (``wait_capacity`` waits while too many rows are queued)."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -14,27 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 import server.stream.writer as writer_module
 from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
-from store import Database, Repo, open_database, upgrade
+from store import Database
 from store import messages as message_store
-from store import repos as repo_store
-from tests.store.test_store import T0, session_record
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = open_database(database_url)
-    await upgrade(db)
-    async with db.write() as session, session.begin():
-        await repo_store.add_repo(
-            session, Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=T0)
-        )
-        session.add(session_record("s1"))
-    try:
-        yield db
-    finally:
-        await db.close()
+def database(store: Database) -> Database:
+    return store  # tests/conftest.py's: repository r1, session s1
 
 
 def text(n: int) -> Draft:
@@ -91,13 +77,18 @@ async def test_a_commit_that_fails_is_retried(database: Database) -> None:
     assert await stored_seqs(database) == [1, 2]  # the failed attempts were rolled back
 
 
-async def test_one_failing_operation_fails_its_batch_and_only_its_batch(
+async def test_one_failing_operation_fails_only_its_own_receipts(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 17, item 10: the batch is committed receipt by receipt once it keeps failing;
+    what came before the bad receipt commits and is published, the bad one and its
+    session's later ones fail, the session is reported, and its seqs go on gap-free."""
     monkeypatch.setattr(writer_module, "COMMIT_RETRIES", 2)  # each retry backs off
     broker = Broker()
     viewer = broker.subscribe("s1")
     writer = Writer(database, broker)
+    reported: list[tuple[str, BaseException]] = []
+    writer.on_failure = lambda sid, error: reported.append((sid, error))
     writer.open_session("s1", 0)
 
     async def broken(_db: AsyncSession) -> None:
@@ -105,19 +96,21 @@ async def test_one_failing_operation_fails_its_batch_and_only_its_batch(
 
     good = writer.submit("s1", [text(1)])
     bad = writer.submit("s1", [text(2)], [broken])
+    later = writer.submit("s1", [text(3)])  # after the bad one: its seq would leave a gap
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
+        assert [row["seq"] for row in await good.wait()] == [1]
         with pytest.raises(ValueError, match="a bad operation"):
             await bad.wait()
         with pytest.raises(ValueError, match="a bad operation"):
-            await good.wait()  # committed together, failed together
-        assert await stored_seqs(database) == []
-        assert len(viewer) == 0  # nothing of the failed batch was published
-        after = writer.submit("s1", [text(3)])
+            await later.wait()
+        assert await stored_seqs(database) == [1]
+        assert [sid for sid, _error in reported] == ["s1"]
+        after = writer.submit("s1", [text(4)])
         await after.wait()
         await writer.drain()
-    assert await stored_seqs(database) == [3]  # seqs are not reused
-    assert [seq for seq, _frame in await viewer.wait_frames()] == [3]
+    assert await stored_seqs(database) == [1, 2]  # assigned again from the last stored
+    assert [seq for seq, _frame in await viewer.wait_frames()] == [1, 2]
 
 
 async def test_backpressure_waits_while_too_many_rows_are_queued(

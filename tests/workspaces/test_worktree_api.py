@@ -9,8 +9,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from tests.helpers import create_session
-from tests.server.test_api_repos import assert_error
+from tests.helpers import assert_error, create_session
 from tests.server.test_history import run_turn
 from tests.workspaces.support import git, repo_state
 
@@ -102,6 +101,14 @@ def test_base_ref_names_the_starting_point(wt_client: TestClient, proj_id: str, 
     assert session["workspace"]["baseCommit"] == first
     assert session["workspace"]["baseRef"] == first
     assert not (Path(session["workspace"]["path"]) / "later.txt").exists()
+    write(wt_client, session["id"], "notes.txt", "x")
+    wt_client.post(f"/api/sessions/{session['id']}/commit", json={"message": "x"})
+    before = repo_state(proj)
+    # a base that is no branch: merge needs `into`
+    response = wt_client.post(f"/api/sessions/{session['id']}/merge", json={})
+    assert_error(response, 422, "validation_error")
+    assert response.json()["error"]["details"]["field"] == "into"
+    assert repo_state(proj) == before
 
 
 def test_two_isolated_sessions_do_not_touch_each_other(wt_client: TestClient, proj_id: str) -> None:
@@ -352,3 +359,27 @@ def test_deleting_the_repository_removes_its_worktrees(
     assert not path.exists()
     assert git(proj, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert git(proj, "for-each-ref", "refs/agent-sessions/") == ""
+
+
+def test_commit_and_restore_are_refused_while_a_turn_runs(
+    wt_client: TestClient, proj_id: str, proj: Path
+) -> None:
+    session = worktree_session(wt_client, proj_id)
+    sid, path = session["id"], Path(session["workspace"]["path"])
+    write(wt_client, sid, "notes.txt", "one")
+    run = wt_client.post(f"/api/sessions/{sid}/prompt", json={"text": "slow 40"})
+    assert run.status_code == 202  # the turn runs from here until it ends
+    before = repo_state(proj)
+    assert_error(
+        wt_client.post(f"/api/sessions/{sid}/commit", json={"message": "now"}),
+        409,
+        "turn_in_progress",
+    )
+    assert_error(
+        wt_client.post(f"/api/sessions/{sid}/rewind", json={"toSeq": 0, "restoreFiles": True}),
+        409,
+        "turn_in_progress",
+    )
+    assert (path / "notes.txt").read_text() == "one"
+    assert repo_state(proj)["refs"] == before["refs"]
+    assert wt_client.post(f"/api/sessions/{sid}/cancel").status_code == 202

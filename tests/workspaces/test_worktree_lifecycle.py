@@ -9,8 +9,7 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.sessions.workspaces import checkpoints, worktrees
 from server.settings import Settings
-from tests.helpers import create_session
-from tests.server.test_api_repos import assert_error
+from tests.helpers import assert_error, create_session
 from tests.server.test_history import run_turn
 from tests.workspaces.support import git, make_repo, repo_state
 from tests.workspaces.test_worktree_api import complete, worktree_session, write

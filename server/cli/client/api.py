@@ -101,8 +101,11 @@ class Api:
 def find_repo(api: Api, spec: str, *, register: bool) -> dict[str, Any]:
     """A registered repository by id, name or path; registered first if ``register``."""
     repos = api.call("GET", "/api/repos")["repos"]
-    local = Path(spec).expanduser()
-    resolved = str(local.resolve()) if local.exists() else None
+    try:  # a name the file system refuses (too long, say) is the server's to judge
+        local = Path(spec).expanduser()
+        resolved = str(local.resolve()) if local.exists() else None
+    except (OSError, RuntimeError):
+        resolved = None
     for repo in repos:
         if spec in (repo["id"], repo["name"], repo["path"]) or (
             resolved and repo["path"] == resolved

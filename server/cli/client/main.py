@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from server.cli.client import usage
 from server.cli.client.api import Api, CliError, find_repo
 from server.cli.client.chat import Chat
 
@@ -250,3 +251,5 @@ def add_commands(sub: Any) -> None:
     p.add_argument("session_id", metavar="ID")
     p.add_argument("-o", "--output", help="a file (default: stdout)")
     p.set_defaults(func=_run(cmd_export))
+
+    usage.add_command(sub, common, _run, _table)

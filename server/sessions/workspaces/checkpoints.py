@@ -83,7 +83,13 @@ def checkpoint_ref(session_id: str, run_id: str) -> str:
 
 def private_index(path: Path, key: str) -> Path:
     """The session's own index file, seeded from the real index (for its stat cache);
-    a stale lock left by a killed snapshot is removed (only this session uses it)."""
+    a stale lock left by a killed snapshot is removed (only this session uses it).
+    Refused when the repository's config moves its work tree (``core.worktree``)
+    elsewhere: a restore must never write outside the session's workspace."""
+    top = run_git(path, "rev-parse", "--show-toplevel").text
+    if not top or Path(top).resolve() != path.resolve():
+        raise GitFailed(["rev-parse"], 1, f"the work tree is {top!r}, not the workspace")
+    _check_link(path)
     gdir = git_dir(path)
     index = gdir / "agent-sessions" / f"{key}.index"
     index.parent.mkdir(exist_ok=True)
@@ -94,6 +100,25 @@ def private_index(path: Path, key: str) -> Path:
         shutil.copyfile(gdir / "index", partial)
         partial.replace(index)
     return index
+
+
+def _check_link(path: Path) -> None:
+    """A linked worktree's ``.git`` file (which its agent can edit) must name an
+    administration directory that names this worktree back: it cannot send our writes
+    (objects, refs, the private index) into another repository."""
+    link = path / ".git"
+    if not link.is_file():
+        return
+    text = link.read_text(errors="replace").strip()
+    admin = Path(text.removeprefix("gitdir:").strip())
+    if not admin.is_absolute():
+        admin = path / admin
+    try:
+        back = Path((admin / "gitdir").read_text().strip())
+    except OSError:
+        back = None
+    if back is None or back.resolve() != link.resolve():
+        raise GitFailed(["rev-parse"], 1, "the worktree's .git file was changed")
 
 
 def snapshot(path: Path, key: str) -> str:

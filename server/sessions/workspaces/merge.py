@@ -76,6 +76,24 @@ def is_clean(path: Path) -> bool:
     return result.stdout == b""
 
 
+def _follow(checkout: Path, old: str, new: str) -> bool:
+    """Move a checkout's files and index from ``old`` to ``new`` like a fast-forward.
+    git works on a copy of the index that replaces the real one at the end, so a kill in
+    the middle never leaves the user an ``index.lock``."""
+    index = git_dir(checkout) / "index"
+    staged = index.with_name("index.agent-sessions-merge")
+    staged.unlink(missing_ok=True)
+    if index.exists():
+        shutil.copyfile(index, staged)
+    env = {"GIT_INDEX_FILE": str(staged)}
+    result = run_git(checkout, "read-tree", "-m", "-u", old, new, env=env, check=False)
+    if result.code != 0:
+        staged.unlink(missing_ok=True)
+        return False
+    os.replace(staged, index)
+    return True
+
+
 def merge_branch(
     repo: Path, source: str, into: str, squash: bool, message: str, author: Author
 ) -> MergeOutcome:
@@ -106,9 +124,7 @@ def merge_branch(
     parents = ["-p", target] if squash else ["-p", target, "-p", source]
     commit = run_git(repo, "commit-tree", tree, *parents, "-m", message, env=author.env()).text
     for checkout in checkouts:
-        # Like a fast-forward checkout: the index and files follow, nothing else.
-        result = run_git(checkout, "read-tree", "-m", "-u", target, commit, check=False)
-        if result.code != 0:
+        if not _follow(checkout, target, commit):
             return MergeOutcome(dirty=checkout)
     run_git(repo, "update-ref", f"refs/heads/{into}", commit, target)
     return MergeOutcome(commit=commit)

@@ -18,11 +18,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from server.sessions.errors import Conflict, Forbidden, Invalid, Unavailable
+from server.sessions.admission import refuse_when_full
+from server.sessions.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    SessionNotActive,
+    Unavailable,
+)
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git
-from server.settings import Settings
+from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.writer import Writer
 from store import SessionRecord
 from store import repos as repo_store
@@ -129,6 +137,7 @@ async def plan_session(
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         return None
+    await refuse_when_full(hub.services)  # a refused create costs no git call
     path = Path(repo.path)
     chosen = isolation or settings.default_isolation
     try:
@@ -192,7 +201,7 @@ async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> N
     try:
         await in_thread(worktrees.create_worktree, repo, root, record.id, start)
     except BaseException:
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
             await anyio.to_thread.run_sync(
                 worktrees.remove_worktree,
                 repo,
@@ -210,7 +219,7 @@ async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> N
 
 
 def _checkpoint(path: Path, session_id: str, run_id: str, who: Author) -> str | None:
-    if not checkpoints.is_work_tree(path):
+    if not (path / ".git").exists() or not checkpoints.is_work_tree(path):
         return None
     ref = checkpoints.checkpoint_ref(session_id, run_id)
     return checkpoints.checkpoint(path, session_id, ref, who, f"checkpoint before run {run_id}")
@@ -308,7 +317,7 @@ async def make_fork_worktree(
             )
         await in_thread(_populate, repo, root, record.id, state)
     except BaseException:
-        with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
             await anyio.to_thread.run_sync(
                 worktrees.remove_worktree,
                 repo,
@@ -359,5 +368,5 @@ async def recover(hub: Hub) -> None:
     for session_id in cleaned:
         try:
             await hub.end_session(session_id, "error", "worktree_failed")
-        except Exception:  # noqa: BLE001 - not found or already ended: nothing to do
+        except (NotFound, SessionNotActive):  # not found or already ended: nothing to do
             log.debug("no session to end for a half-made worktree", exc_info=True)

@@ -16,12 +16,13 @@ from server.web.openapi.paths_basic import BASIC
 from server.web.openapi.paths_controls import control_paths
 from server.web.openapi.paths_runs import RUNS
 from server.web.openapi.paths_sessions import SESSIONS
+from server.web.openapi.paths_stats import STATS, STATS_SCHEMAS
 from server.web.openapi.paths_workspaces import workspace_paths
 from server.web.openapi.schemas import SCHEMAS, VERSION, Schema
 
 __all__ = ["CATALOGUE", "document", "openapi_json", "route"]
 
-CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS}
+CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS}
 CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and changes"
 CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
 
@@ -65,7 +66,7 @@ def document(routes: Iterable[BaseRoute]) -> dict[str, Any]:
         "security": [{"bearer": []}],
         "paths": paths,
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **STATS_SCHEMAS},
             "securitySchemes": {
                 "bearer": {
                     "type": "http",

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from server.web.openapi.schemas import UUID, Schema, nullable, ref
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "RUN",
     "SESSION",
     "SESSION_VIEW",
+    "body_schema",
     "error",
     "int_param",
     "json_response",
@@ -161,3 +164,14 @@ def op(
 
 SESSION_VIEW = json_response("The session.", ref("Session"))
 PAGE = {"nextCursor": nullable({"type": "string"})}
+
+
+def body_schema(shape: type[msgspec.Struct]) -> Schema:
+    """A request body's schema from its Struct in ``server.shapes`` (what the server
+    accepts, without a title or the defaults the server applies)."""
+    _, found = msgspec.json.schema_components([shape], ref_template="#/components/schemas/{name}")
+    schema: Schema = found[shape.__name__]
+    schema.pop("title", None)
+    for prop in schema["properties"].values():
+        prop.pop("default", None)
+    return schema

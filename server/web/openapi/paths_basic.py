@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from server.web.openapi.parts import error, json_response, op, path_param, request_body
-from server.web.openapi.schemas import NONBLANK, Schema, closed, nullable, obj, ref
+from server import shapes
+from server.web.openapi.parts import body_schema, error, json_response, op, path_param, request_body
+from server.web.openapi.schemas import Schema, closed, ref
 
 __all__ = ["BASIC"]
 
@@ -78,13 +79,7 @@ BASIC: dict[tuple[str, str], Schema] = {
     ("POST", "/api/repos"): op(
         "Register a repository",
         {201: json_response("Registered.", ref("Repo"))},
-        body=request_body(
-            obj(
-                ["path"],
-                path={**NONBLANK, "description": "Relative to the workspace root, or absolute."},
-                name=nullable(NONBLANK),
-            )
-        ),
+        body=request_body(body_schema(shapes.RegisterRepo)),
         errors=[403, 409],
         description="The path is resolved (symlinks too) and must be a directory inside "
         "AGENT_WORKSPACE_ROOT: 403 outside, 422 missing or not a directory, 409 already "

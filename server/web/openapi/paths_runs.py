@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from server import shapes
 from server.web.openapi.parts import (
     CURSOR,
     PAGE,
     RUN,
+    body_schema,
     int_param,
     json_response,
     list_param,
@@ -17,14 +19,11 @@ from server.web.openapi.parts import (
 )
 from server.web.openapi.schemas import (
     INT64_MAX,
-    NONBLANK,
     RUN_STATUSES,
     TOOL_STATUSES,
     UUID,
     Schema,
     closed,
-    nullable,
-    obj,
     ref,
 )
 
@@ -103,15 +102,7 @@ RUNS: dict[tuple[str, str], Schema] = {
         {202: json_response("The new run.", ref("Run"))},
         params=[RUN],
         body=request_body(
-            obj(
-                [],
-                maxSteps={
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Capped by MAX_TOTAL_STEPS_PER_RUN.",
-                },
-                text=nullable(NONBLANK),
-            ),
+            body_schema(shapes.ResumeBody),
             required=False,
         ),
         errors=[409, 502, 503],

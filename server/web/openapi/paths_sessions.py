@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from server import shapes
 from server.web.openapi.parts import (
     CURSOR,
     PAGE,
     SESSION,
     SESSION_VIEW,
+    body_schema,
     int_param,
     json_response,
     list_param,
@@ -19,7 +21,6 @@ from server.web.openapi.parts import (
 from server.web.openapi.schemas import (
     INT64_MAX,
     MESSAGE_TYPES,
-    NONBLANK,
     ROLES,
     SESSION_STATUSES,
     TIME,
@@ -67,15 +68,7 @@ SESSIONS: dict[tuple[str, str], Schema] = {
                 "Active: the agent answered initialize and session/new.", ref("Session")
             )
         },
-        body=request_body(
-            obj(
-                ["repoId"],
-                repoId=UUID,
-                agentId=nullable(NONBLANK),
-                title=nullable({"type": "string"}),
-                parentRunId=nullable(UUID),
-            )
-        ),
+        body=request_body(body_schema(shapes.CreateSession)),
         errors=[403, 404, 429, 502, 503],
     ),
     ("GET", "/api/sessions/{sessionId}"): op(
@@ -108,7 +101,7 @@ SESSIONS: dict[tuple[str, str], Schema] = {
             )
         },
         params=[SESSION],
-        body=request_body(obj(["text"], text=NONBLANK)),
+        body=request_body(body_schema(shapes.PromptBody)),
         errors=[409, 502, 503],
     ),
     ("POST", "/api/sessions/{sessionId}/cancel"): op(
@@ -137,8 +130,8 @@ SESSIONS: dict[tuple[str, str], Schema] = {
             int_param("after", 0, INT64_MAX),
             query("since", optional(TIME)),
             int_param("limit", 1, 5000),
-            list_param("role", ROLES, "Only the first value is used."),
-            list_param("type", MESSAGE_TYPES, "Only the first value is used."),
+            query("role", optional({"enum": ROLES}), "One value; a list is refused (422)."),
+            query("type", optional({"enum": MESSAGE_TYPES}), "One value; a list is refused."),
             query("partial", {"type": "boolean"}),
             query("raw", {"type": "boolean"}),
         ],
@@ -160,7 +153,7 @@ SESSIONS: dict[tuple[str, str], Schema] = {
             )
         },
         params=[SESSION, path_param("requestId", "The requestId of a permission message.")],
-        body=request_body(obj(["optionId"], optionId=NONBLANK)),
+        body=request_body(body_schema(shapes.PermissionAnswer)),
         errors=[409, 503],
     ),
     # -- history -----------------------------------------------------------------------
@@ -178,23 +171,14 @@ SESSIONS: dict[tuple[str, str], Schema] = {
         "Copy a session up to a seq",
         {201: json_response("The new session.", ref("Session"))},
         params=[SESSION],
-        body=request_body(
-            obj(
-                [],
-                uptoSeq=nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX}),
-                title=nullable({"type": "string"}),
-            ),
-            required=False,
-        ),
+        body=request_body(body_schema(shapes.ForkBody), required=False),
         errors=[409, 429, 502, 503],
     ),
     ("POST", "/api/sessions/{sessionId}/rewind"): op(
         "Drop the messages after a seq",
         {200: SESSION_VIEW},
         params=[SESSION],
-        body=request_body(
-            obj(["toSeq"], toSeq={"type": "integer", "minimum": 0, "maximum": INT64_MAX})
-        ),
+        body=request_body(body_schema(shapes.RewindBody)),
         errors=[409, 503],
     ),
     ("GET", "/api/sessions/{sessionId}/export"): op(

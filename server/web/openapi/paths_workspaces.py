@@ -1,7 +1,7 @@
-"""OpenAPI entries of API.md "Worktrees and changes": the ``Workspace`` and ``Changes``
-schemas, ``Session.workspace``, create's ``isolation``/``baseRef``, rewind's
-``restoreFiles``, and the changes, commit, merge and worktree operations.
-``workspace_paths`` amends the shared shapes and returns the new operations."""
+"""OpenAPI entries of API.md "Worktrees and changes": the ``Changes`` schema and the
+changes, commit, merge and worktree operations. ``Workspace``, ``Session.workspace``,
+create's ``isolation``/``baseRef`` and rewind's ``restoreFiles`` are generated from
+``server.shapes`` with the rest."""
 
 from __future__ import annotations
 
@@ -17,14 +17,6 @@ def workspace_paths(
     catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
 ) -> dict[tuple[str, str], Any]:
     nonblank = NONBLANK
-    schemas["Workspace"] = closed(
-        ["path", "isolation", "branch", "baseRef", "baseCommit"],
-        path={"type": "string"},
-        isolation={"enum": ["none", "worktree"]},
-        branch=nullable({"type": "string"}),
-        baseRef=nullable({"type": "string"}),
-        baseCommit=nullable({"type": "string"}),
-    )
     file_change = closed(
         ["path", "oldPath", "status", "additions", "deletions", "binary"],
         path={"type": "string"},
@@ -41,18 +33,7 @@ def workspace_paths(
         patch={"type": "string", "description": "Unified diff, at most MAX_DIFF_BYTES."},
         truncated={"type": "boolean"},
     )
-    session = schemas["Session"]
-    session["properties"]["workspace"] = ref("Workspace")
-    session["required"].append("workspace")
 
-    create = catalogue[("POST", "/api/sessions")]["requestBody"]["content"]["application/json"]
-    create["schema"]["properties"].update(
-        isolation=nullable({"enum": ["none", "worktree"]}), baseRef=nullable(nonblank)
-    )
-    rewind = catalogue[("POST", "/api/sessions/{sessionId}/rewind")]["requestBody"]["content"]
-    rewind["application/json"]["schema"]["properties"]["restoreFiles"] = nullable(
-        {"type": "boolean"}
-    )
     session_param = [SESSION]
     added: dict[tuple[str, str], Any] = {}
     added[("GET", "/api/sessions/{sessionId}/changes")] = op(

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
+from server import shapes
+
 __all__ = [
     "INT64_MAX",
     "MESSAGE_TYPES",
@@ -35,21 +39,13 @@ INT64_MAX = 2**63 - 1
 NONBLANK = {"type": "string", "pattern": "[^\\s\\x1c-\\x1f\\x85]"}
 UUID: Schema = {"type": "string", "format": "uuid"}
 TIME: Schema = {"type": "string", "format": "date-time"}
-SESSION_STATUSES = ["active", "completed", "cancelled", "error"]
-RUN_STATUSES = ["running", "completed", "failed", "cancelled", "paused", "interrupted"]
-TOOL_STATUSES = ["pending", "in_progress", "completed", "error", "cancelled"]
-ROLES = ["user", "agent", "system"]
-MESSAGE_TYPES = [
-    "text",
-    "thought",
-    "plan",
-    "tool",
-    "permission",
-    "status",
-    "run",
-    "usage",
-    "update",
-]
+SESSION_STATUSES = list(shapes.SESSION_STATUSES)
+RUN_STATUSES = list(shapes.RUN_STATUSES)
+TOOL_STATUSES = list(shapes.TOOL_STATUSES)
+ROLES = list(shapes.ROLES)
+MESSAGE_TYPES = list(shapes.MESSAGE_TYPES)
+ISOLATIONS = list(shapes.ISOLATIONS)
+ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES, ISOLATIONS)
 
 
 def ref(name: str) -> Schema:
@@ -68,6 +64,34 @@ def closed(required: Iterable[str] = (), **properties: Schema) -> Schema:
     return {**obj(required, **properties), "additionalProperties": False}
 
 
+def _generated() -> dict[str, Schema]:
+    """The resources' components from ``server.shapes``: msgspec's JSON Schema, with the
+    document's conventions (no titles; enums in their declared order; ``forkedFrom``
+    inline; message content and cost by reference to their hand-written components)."""
+    _, found = msgspec.json.schema_components(
+        (shapes.Repo, shapes.Session, shapes.Message, shapes.Run, shapes.ToolCall),
+        ref_template="#/components/schemas/{name}",
+    )
+    found["Workspace"].pop("description")
+    inline = found.pop("ForkedFrom")
+    inline.pop("title")
+    for schema in found.values():
+        schema.pop("title", None)
+        schema.pop("description", None)
+        for prop in schema["properties"].values():
+            for option in prop.get("anyOf", [prop]):
+                if option.get("$ref", "").endswith("/ForkedFrom"):
+                    option.clear()
+                    option.update(inline)
+            if "enum" in prop:
+                prop["enum"] = next(e for e in ENUMS if sorted(e) == sorted(prop["enum"]))
+    found["Message"]["properties"]["content"] = ref("MessageContent")
+    found["Run"]["properties"]["cost"] = ref("Cost")
+    return found
+
+
+GENERATED = _generated()
+
 SCHEMAS: dict[str, Schema] = {
     "Error": closed(
         ["error"],
@@ -81,145 +105,26 @@ SCHEMAS: dict[str, Schema] = {
             },
         ),
     ),
-    "Repo": closed(
-        ["id", "name", "path", "isGitRepo", "createdAt"],
-        id=UUID,
-        name={"type": "string"},
-        path={"type": "string"},
-        isGitRepo={"type": "boolean"},
-        createdAt=TIME,
-    ),
+    "Repo": GENERATED["Repo"],
     "Agent": closed(
         ["id", "command", "default"],
         id={"type": "string"},
         command={"type": "string"},
         default={"type": "boolean"},
     ),
-    "Session": obj(
-        [
-            "id",
-            "repoId",
-            "repo",
-            "agentId",
-            "status",
-            "title",
-            "createdAt",
-            "updatedAt",
-            "lastSeq",
-            "activeRunId",
-            "parentRunId",
-            "forkedFrom",
-            "metadata",
-        ],
-        id=UUID,
-        repoId=UUID,
-        repo=ref("Repo"),
-        agentId={"type": "string"},
-        status={"enum": SESSION_STATUSES},
-        title=nullable({"type": "string"}),
-        createdAt=TIME,
-        updatedAt=TIME,
-        lastSeq={"type": "integer", "minimum": 0},
-        activeRunId=nullable(UUID),
-        parentRunId=nullable(UUID),
-        forkedFrom=nullable(
-            closed(["sessionId", "seq"], sessionId=UUID, seq={"type": "integer", "minimum": 0})
-        ),
-        metadata={"type": "object"},
-    ),
+    "Session": GENERATED["Session"],
     "MessageContent": {
         **obj(["type"], type={"enum": MESSAGE_TYPES}),
         "description": "Typed content; its fields per type are listed in API.md, Messages.",
     },
-    "Message": obj(
-        ["id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"],
-        id=UUID,
-        sessionId=UUID,
-        runId=nullable(UUID),
-        seq={"type": "integer", "minimum": 1},
-        role={"enum": ROLES},
-        content=ref("MessageContent"),
-        stepNumber=nullable({"type": "integer"}),
-        timestamp=TIME,
-        raw={"description": "The raw ACP frame (only with raw=true and on single messages)."},
-        dropped={
-            "type": "boolean",
-            "description": "Dropped by a rewind (only with the raw frame).",
-        },
-    ),
+    "Message": GENERATED["Message"],
     "Cost": nullable(
         obj(
             ["amount", "currency"], amount={"type": "number"}, currency=nullable({"type": "string"})
         )
     ),
-    "Run": obj(
-        [
-            "id",
-            "sessionId",
-            "repoId",
-            "agentId",
-            "status",
-            "stopReason",
-            "stepCount",
-            "maxSteps",
-            "parentRunId",
-            "resumedFrom",
-            "summary",
-            "errorMessage",
-            "usage",
-            "cost",
-            "durationMs",
-            "createdAt",
-            "completedAt",
-        ],
-        id=UUID,
-        sessionId=UUID,
-        repoId=UUID,
-        agentId={"type": "string"},
-        status={"enum": RUN_STATUSES},
-        stopReason=nullable({"type": "string"}),
-        stepCount={"type": "integer", "minimum": 0},
-        maxSteps={"type": "integer", "minimum": 0},
-        parentRunId=nullable(UUID),
-        resumedFrom=nullable(UUID),
-        summary=nullable({"type": "string"}),
-        errorMessage=nullable({"type": "string"}),
-        usage=nullable({"type": "object"}),
-        cost=ref("Cost"),
-        durationMs=nullable({"type": "integer"}),
-        createdAt=TIME,
-        completedAt=nullable(TIME),
-    ),
-    "ToolCall": obj(
-        [
-            "id",
-            "runId",
-            "messageId",
-            "toolCallId",
-            "toolName",
-            "kind",
-            "input",
-            "output",
-            "status",
-            "durationMs",
-            "stepNumber",
-            "createdAt",
-            "completedAt",
-        ],
-        id=UUID,
-        runId=UUID,
-        messageId=nullable(UUID),
-        toolCallId={"type": "string"},
-        toolName=nullable({"type": "string"}),
-        kind=nullable({"type": "string"}),
-        input={},
-        output={},
-        status={"enum": TOOL_STATUSES},
-        durationMs=nullable({"type": "integer"}),
-        stepNumber=nullable({"type": "integer"}),
-        createdAt=TIME,
-        completedAt=nullable(TIME),
-    ),
+    "Run": GENERATED["Run"],
+    "ToolCall": GENERATED["ToolCall"],
     "TranscriptEntry": obj(
         ["role", "content"],
         role={"enum": ["system", "user", "assistant", "tool"]},
@@ -235,4 +140,5 @@ SCHEMAS: dict[str, Schema] = {
         },
         toolCallId={"type": "string"},
     ),
+    "Workspace": GENERATED["Workspace"],
 }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import stat
 import uuid
 from pathlib import Path
 
@@ -44,9 +46,14 @@ def resolve_repo_path(root: Path, raw: str) -> Path:
         ) from None
     except WorkspaceError as exc:
         raise ApiError.validation("The path cannot be used.", path=raw, reason=exc.reason) from None
-    if not path.exists():
-        raise ApiError.validation("The path does not exist.", path=raw)
-    if not path.is_dir():
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise ApiError.validation("The path does not exist.", path=raw) from None
+    except OSError as exc:  # EACCES, ELOOP...: not a directory we can use
+        reason = errno.errorcode.get(exc.errno or 0, "unusable").lower()
+        raise ApiError.validation("The path cannot be used.", path=raw, reason=reason) from None
+    if not stat.S_ISDIR(mode):
         raise ApiError.validation("The path is not a directory.", path=raw)
     return path
 

@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server import shapes
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -26,8 +27,8 @@ from store import Run
 from store import messages as message_store
 from store import runs as run_store
 
-RUN_STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interrupted")
-TOOL_STATUSES = ("pending", "in_progress", "completed", "error", "cancelled")
+RUN_STATUSES = shapes.RUN_STATUSES
+TOOL_STATUSES = shapes.TOOL_STATUSES
 
 
 # Cursors carry SQL integers; anything outside this range was not made by us.

@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server import shapes
 from server.sessions.agent_controls import apply_create_choices
 from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
@@ -37,21 +38,9 @@ from store import messages as message_store
 from store import repos as repo_store
 from store import sessions as session_store
 
-STATUSES = ("active", "completed", "cancelled", "error")
-ROLES = ("user", "agent", "system")
-TYPES = (
-    "text",
-    "thought",
-    "plan",
-    "tool",
-    "permission",
-    "status",
-    "run",
-    "usage",
-    "controls",
-    "elicitation",
-    "update",
-)
+STATUSES = shapes.SESSION_STATUSES
+ROLES = shapes.ROLES
+TYPES = shapes.MESSAGE_TYPES
 
 
 async def session_json(

@@ -140,6 +140,8 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
             raise ApiError.validation("A command must be a JSON object.")
         ref = command.get("id")
         kind = command.get("type")
+        if not isinstance(kind, str):  # a list or an object is no type (nor hashable)
+            raise ApiError.validation("A command needs a string type.")
         owner = await state.cluster.owner_url(session_id) if kind in _REST_PATHS else None
         if owner is not None:
             return await _forward(state, owner, session_id, command, ref)

@@ -136,22 +136,6 @@ export function query(params) {
   return text ? `?${text}` : "";
 }
 
-const NIL = "00000000-0000-0000-0000-000000000000";
-const features = new Map();
-
-/** Whether the server has a route (for endpoints still being built): a POST to it for a
- * nil id answers "no such session/run" when the route exists, "no such route" when not. */
-export function hasRoute(template) {
-  if (!features.has(template)) {
-    const path = template.replace("{id}", NIL);
-    features.set(template, api("POST", path, {}).then(
-      () => true,
-      (err) => !(err.status === 404 && err.code === "not_found") && err.status !== 405 && err.status !== 0,
-    ));
-  }
-  return features.get(template);
-}
-
 /** The error as a sentence a person can act on. */
 export function describe(err) {
   if (!(err instanceof ApiError)) return String(err?.message || err);

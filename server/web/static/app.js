@@ -5,6 +5,8 @@
 import { clear, h } from "./dom.js";
 import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
+import { pageRoute } from "./pages.js";
+import { revealRun } from "./errors.js";
 
 const sidebarRoot = document.getElementById("sidebar");
 const mainRoot = document.getElementById("main");
@@ -30,9 +32,13 @@ function welcome() {
 }
 
 function route() {
-  const match = /^#\/s\/([0-9a-fA-F-]{36})$/.exec(location.hash);
+  const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36}))?$/.exec(location.hash);
   const id = match ? match[1].toLowerCase() : null;
-  if (view && view.sessionId === id) return;
+  if (!id && pageRoute(location.hash, mainRoot, () => { if (view) view.destroy(); view = null; sidebar.setCurrent(null); })) return;
+  if (view && view.sessionId === id) {
+    if (match[2]) revealRun(mainRoot, match[2].toLowerCase());
+    return;
+  }
   if (view) {
     view.destroy();
     view = null;
@@ -47,6 +53,7 @@ function route() {
     });
     sidebar.setCurrent(id);
     root.querySelector(".session-title")?.focus({ preventScroll: true });
+    if (match[2]) revealRun(root, match[2].toLowerCase());
   } else {
     document.body.dataset.view = "home";
     document.title = "Agent Sessions";

@@ -47,7 +47,11 @@ export class Composer {
     input.addEventListener("input", () => this.refresh());
     input.addEventListener("click", () => this.refresh());
     input.addEventListener("keydown", (event) => this.onKey(event), { capture: true });
-    input.addEventListener("blur", () => setTimeout(() => this.close(), 150));
+    // (a click on the list lands first; a box disabled during a turn loses focus too, and
+    // must not close a list opened once it is back)
+    input.addEventListener("blur", () => setTimeout(() => {
+      if (document.activeElement !== input) this.close();
+    }, 150));
     input.addEventListener("paste", (event) => {
       const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
       if (files.length) {

@@ -1,15 +1,12 @@
 // @ts-check
 // Run history of a session (API.md, Runs and tool calls): each run with its status,
 // steps, duration and cost; its tool calls with their durations; resume for a paused or
-// interrupted run (shown only when the server has the resume route).
+// interrupted run.
 
-import { ApiError, describe, get, hasRoute, post, query } from "./api.js";
+import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, count, duration, h, money, shortId, when } from "./dom.js";
+import { timelineToggle } from "./timeline.js";
 
-const RUN_STATUS = {
-  running: "running", completed: "completed", failed: "failed", cancelled: "cancelled",
-  paused: "paused", interrupted: "interrupted",
-};
 
 export class RunsPanel {
   /**
@@ -41,9 +38,8 @@ export class RunsPanel {
     this.loading = true;
     try {
       const page = await get(`/api/agent-runs${query({ sessionId: this.sessionId, limit: 20, cursor: more ? this.cursor : null })}`);
-      const canResume = await hasRoute("/api/agent-runs/{id}/resume");
       if (!more) clear(this.list);
-      for (const run of page.data || []) this.list.append(this.renderRun(run, canResume));
+      for (const run of page.data || []) this.list.append(this.renderRun(run));
       this.cursor = page.nextCursor;
       this.more.hidden = !page.nextCursor;
       this.status.textContent = this.list.children.length ? "" : "No runs yet: send a prompt to start one.";
@@ -56,7 +52,7 @@ export class RunsPanel {
     }
   }
 
-  renderRun(run, canResume) {
+  renderRun(run) {
     const calls = h("div.run-calls", { hidden: !this.expanded.has(run.id) });
     const toggle = h("button.run-toggle", {
       type: "button", "aria-expanded": String(this.expanded.has(run.id)),
@@ -73,7 +69,7 @@ export class RunsPanel {
       },
     },
     h("span.run-line", {},
-      h(`span.badge.badge-${run.status}`, {}, RUN_STATUS[run.status] || run.status),
+      h(`span.badge.badge-${run.status}`, {}, run.status),
       h("span.run-when", { title: when(run.createdAt) }, ago(run.createdAt))),
     h("span.run-facts", {},
       h("span", {}, `${count(run.stepCount)} step${run.stepCount === 1 ? "" : "s"}`, run.maxSteps ? ` / ${run.maxSteps}` : ""),
@@ -83,8 +79,9 @@ export class RunsPanel {
     run.errorMessage ? h("span.run-error", {}, run.errorMessage) : null);
     const item = h("li.run", { dataset: { runId: run.id, status: run.status } }, toggle,
       run.resumedFrom ? h("div.muted.small", {}, `resumed from run ${shortId(run.resumedFrom)}`) : null,
-      canResume && (run.status === "paused" || run.status === "interrupted")
+      run.status === "paused" || run.status === "interrupted"
         ? this.resumeButton(run) : null,
+      run.status === "running" ? null : timelineToggle(run),
       calls);
     if (this.expanded.has(run.id)) this.loadCalls(run, calls);
     return item;

@@ -6,11 +6,12 @@
 // running) and has not ended yet. The prompt box is disabled while one runs. (Only a run
 // whose end a rewind dropped is settled by the session's activeRunId, see onLive.)
 
-import { describe, hasRoute, post, del } from "./api.js";
+import { describe, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { Composer } from "./composer.js";
 import { ControlsBar } from "./controls.js";
 import { Elicitations } from "./elicitation.js";
+import { attachChanges } from "./changes.js";
 import { RunsPanel } from "./runs.js";
 import { SessionStream } from "./stream.js";
 import { Transcript } from "./transcript.js";
@@ -42,7 +43,6 @@ export class SessionView {
     this.usage = null;
     this.permissions = new Map();
     this.downTimer = 0;
-    this.features = { fork: false, rewind: false };
     this.build();
     this.transcript = new Transcript(this.log, {
       onPermission: (content) => this.showPermission(content),
@@ -57,12 +57,6 @@ export class SessionView {
       onLive: ({ first }) => this.onLive(first),
       onConnection: (state) => this.onConnection(state),
       onFatal: (text) => this.onFatal(text),
-    });
-    Promise.all([hasRoute("/api/sessions/{id}/fork"), hasRoute("/api/sessions/{id}/rewind")]).then(([fork, rewind]) => {
-      this.features = { fork, rewind };
-      this.root.classList.toggle("can-fork", fork);
-      this.root.classList.toggle("can-rewind", rewind);
-      this.forkButton.hidden = !fork;
     });
     document.addEventListener("keydown", this.onKey);
     document.addEventListener("focusin", this.onFocus);
@@ -101,10 +95,11 @@ export class SessionView {
       type: "button", "aria-expanded": "false", "aria-controls": `runs-${this.sessionId}`,
       onclick: () => this.toggleRuns(),
     }, "Runs");
-    this.forkButton = h("button.ghost-button", { type: "button", hidden: true, onclick: () => this.fork(null) }, "Fork");
+    this.forkButton = h("button.ghost-button", { type: "button", onclick: () => this.fork(null) }, "Fork");
     this.completeButton = h("button.ghost-button", { type: "button", onclick: () => this.complete() }, "Complete");
     this.deleteButton = h("button.ghost-button.danger", { type: "button", onclick: () => this.remove() }, "Delete");
     this.actionError = h("p.error-text", { role: "alert" });
+    this.changesUi = attachChanges(this);
     this.log = h("div.transcript", {
       role: "log", "aria-live": "polite", "aria-relevant": "additions text", "aria-label": "Conversation",
       tabindex: "0",
@@ -137,11 +132,11 @@ export class SessionView {
           h("a.back-link", { href: "#/" }, h("span", { "aria-hidden": "true" }, "← "), "Sessions"),
           h("div.title-row", {}, this.title, this.badge, this.conn),
           this.meta, this.usageLine, this.controlsBar.element),
-        h("div.session-actions", {}, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
+        h("div.session-actions", {}, this.changesUi.button, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
         this.actionError),
       h("div.session-body", {},
         h("div.session-main", {}, this.log, this.working, this.permissionArea, this.form),
-        this.runsPanel));
+        this.runsPanel, this.changesUi.panel));
     this.composer.mount(this.input.parentElement, this.form);
   }
 
@@ -250,7 +245,9 @@ export class SessionView {
       h("span", { title: s.repo?.path || "" }, h("span.meta-label", {}, "repo "), s.repo?.name || s.repoId),
       h("span", {}, h("span.meta-label", {}, "agent "), s.agentId),
       h("span", { title: when(s.createdAt) }, `started ${ago(s.createdAt)}`),
-      s.forkedFrom ? h("a", { href: `#/s/${s.forkedFrom.sessionId}` }, `forked at #${s.forkedFrom.seq}`) : null);
+      s.forkedFrom ? h("a", { href: `#/s/${s.forkedFrom.sessionId}` }, `forked at #${s.forkedFrom.seq}`) : null,
+      this.changesUi.branchLabel(s));
+    this.changesUi.update(s);
     const ended = s.status !== "active";
     this.completeButton.hidden = ended;
     this.completeButton.title = "End this session gracefully";
@@ -288,7 +285,7 @@ export class SessionView {
     this.stopButton.lastChild.textContent = this.cancelling ? "Stopping…" : "Stop";
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
-      : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts${this.features.fork ? " (fork it to go on)" : ""}.`
+      : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
         : this.turnRunning ? "The agent is working… (Esc or Stop to cancel)"
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
@@ -425,7 +422,8 @@ export class SessionView {
         title: isPrompt ? "Drop this prompt and everything after it, and edit it again"
           : "Drop everything after this reply",
         onclick: () => this.rewind(upTo(), isPrompt ? message.content?.text : null),
-      }, isPrompt ? "Rewind & edit" : "Rewind to here"));
+      }, isPrompt ? "Rewind & edit" : "Rewind to here"),
+      this.changesUi.turnActions(message));
   }
 
   decorateFinal(node, message) {
@@ -443,11 +441,12 @@ export class SessionView {
     }
   }
 
-  async rewind(seq, text = null) {
-    if (!window.confirm(`Drop every message after #${seq}? The agent forgets them before the next turn.`)) return;
+  async rewind(seq, text = null, restoreFiles = false) {
+    const files = restoreFiles ? " The files go back to how they were then." : "";
+    if (!window.confirm(`Drop every message after #${seq}? The agent forgets them before the next turn.${files}`)) return;
     this.actionError.textContent = "";
     try {
-      await post(`/api/sessions/${this.sessionId}/rewind`, { toSeq: seq });
+      await post(`/api/sessions/${this.sessionId}/rewind`, restoreFiles ? { toSeq: seq, restoreFiles } : { toSeq: seq });
       this.live = false;
       this.activeRun = null;
       for (const id of [...this.permissions.keys()]) this.hidePermission(id);

@@ -4,10 +4,10 @@
 
 import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, h, sessionTitle, when } from "./dom.js";
+import { SESSION_STATUSES } from "./enums.js";
 
 // Page size of the list: 20, or ?pageSize=N on the page's URL (1..200).
 const PAGE = Math.min(200, Math.max(1, Number(new URLSearchParams(location.search).get("pageSize")) || 20));
-const STATUSES = ["active", "completed", "cancelled", "error"];
 
 export class Sidebar {
   constructor(root, { navigate }) {
@@ -28,6 +28,7 @@ export class Sidebar {
     this.agentSelect = h("select#new-agent");
     this.titleInput = h("input#new-title", { type: "text", placeholder: "optional", autocomplete: "off", maxlength: 200 });
     this.createButton = h("button.primary", { type: "submit" }, "Start session");
+    this.isolatedInput = h("input#new-isolated", { type: "checkbox" });
     this.createError = h("div.form-error", { role: "alert" });
     this.createForm = h("form.card.new-session", { onsubmit: (e) => { e.preventDefault(); this.create(); } },
       h("h2.section-title", {}, "New session"),
@@ -35,6 +36,8 @@ export class Sidebar {
       h("div.field-row", {},
         h("div.field", {}, h("label", { for: "new-agent" }, "Agent"), this.agentSelect),
         h("div.field", {}, h("label", { for: "new-title" }, "Title"), this.titleInput)),
+      h("div.field.check-field", {}, this.isolatedInput,
+        h("label", { for: "new-isolated", title: "Work in its own git worktree on a new branch agent/…" }, "Isolated worktree")),
       h("div.form-actions", {}, this.createButton), this.createError);
 
     // Register a repository
@@ -52,7 +55,7 @@ export class Sidebar {
     // Sessions list
     this.filterRepo = h("select#filter-repo", { onchange: () => this.refresh() }, h("option", { value: "" }, "All repositories"));
     this.filterStatus = h("select#filter-status", { onchange: () => this.refresh() },
-      h("option", { value: "" }, "Any status"), STATUSES.map((s) => h("option", { value: s }, s)));
+      h("option", { value: "" }, "Any status"), SESSION_STATUSES.map((s) => h("option", { value: s }, s)));
     this.list = h("ul.session-list", { "aria-label": "Sessions" });
     this.listStatus = h("p.muted.list-status", { role: "status" });
     this.moreButton = h("button.secondary.more-button", { type: "button", hidden: true, onclick: () => this.loadMore() }, "Load more");
@@ -139,6 +142,7 @@ export class Sidebar {
     try {
       const body = { repoId, agentId: this.agentSelect.value || undefined };
       if (this.titleInput.value.trim()) body.title = this.titleInput.value.trim();
+      if (this.isolatedInput.checked) body.isolation = "worktree";
       const session = await post("/api/sessions", body);
       this.titleInput.value = "";
       await this.refresh({ quiet: true });

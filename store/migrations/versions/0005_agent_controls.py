@@ -2,7 +2,7 @@
 attachments (images)
 
 Revision ID: 0005_agent_controls
-Revises: 0003_workspaces
+Revises: 0004_stats_indexes
 Create Date: 2026-11-24 16:40:00
 """
 
@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql
 JSON_TYPE = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 revision = "0005_agent_controls"
-down_revision = "0003_workspaces"
+down_revision = "0004_stats_indexes"
 branch_labels = None
 depends_on = None
 
