@@ -194,23 +194,30 @@ def test_image_attached_shows_a_thumbnail_then_in_the_transcript(
     expect(page.locator(".msg-agent").last).to_contain_text("[image image/png")
 
 
-def test_image_pasted_into_the_prompt_box(module_server: SharedServer, open_page: OpenPage) -> None:
+def test_image_pasted_or_dropped_into_the_prompt_box(
+    module_server: SharedServer, open_page: OpenPage
+) -> None:
     page = open_page(module_server.url)
     start_session(page)
     page.locator("#prompt-input").focus()
-    page.evaluate(
-        """(b64) => {
-          const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-          const data = new DataTransfer();
-          data.items.add(new File([bytes], "pasted.png", { type: "image/png" }));
-          const box = document.getElementById("prompt-input");
-          box.dispatchEvent(new ClipboardEvent("paste", {
-            clipboardData: data, bubbles: true, cancelable: true,
-          }));
-        }""",
-        base64.b64encode(PNG).decode(),
-    )
-    expect(page.get_by_role("list", name="Images to send").locator("img")).to_have_count(1)
+    thumbs = page.get_by_role("list", name="Images to send").locator("img")
+    for event in ("paste", "drop"):
+        page.evaluate(
+            """([b64, event]) => {
+              const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+              const data = new DataTransfer();
+              data.items.add(new File([bytes], `${event}.png`, { type: "image/png" }));
+              const box = document.getElementById("prompt-input");
+              const init = { bubbles: true, cancelable: true };
+              box.dispatchEvent(event === "paste"
+                ? new ClipboardEvent("paste", { ...init, clipboardData: data })
+                : new DragEvent("drop", { ...init, dataTransfer: data }));
+            }""",
+            [base64.b64encode(PNG).decode(), event],
+        )
+    expect(thumbs).to_have_count(2)
+    expect(thumbs.nth(0)).to_have_attribute("alt", "paste.png")
+    expect(thumbs.nth(1)).to_have_attribute("alt", "drop.png")
 
 
 def test_elicitation_form_is_answered(module_server: SharedServer, open_page: OpenPage) -> None:

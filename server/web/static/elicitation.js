@@ -65,7 +65,7 @@ export class Elicitations {
       const note = field.description ? h("span.hint", { id: `${fieldId}-note` }, field.description) : null;
       if (note) control.setAttribute("aria-describedby", note.id);
       return h("div.elicit-field", {},
-        h("label", { for: fieldId }, field.label, field.required ? h("span.required", { "aria-label": " (required)" }, " *") : null),
+        h("label", { for: fieldId }, field.label, field.required ? [h("span.required", { "aria-hidden": "true" }, " *"), h("span.sr-only", {}, " (required)")] : null),
         control, note);
     });
     const answer = async (action) => {
