@@ -117,6 +117,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: dict[str, Any]
     workspace: Workspace
+    controls: dict[str, Any]  # API.md "Agent controls" (server.sessions.controls)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -197,10 +198,15 @@ class CreateSession(_Body):
     parent_run_id: Uuid | None = None
     isolation: Isolation | None = None
     base_ref: NonBlank | None = None
+    mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
+    config: dict[str, str | bool] | None = None
 
 
 class PromptBody(_Body):
-    text: NonBlank
+    """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
+
+    text: NonBlank | None = None
+    content: list[dict[str, Any]] | None = None
 
 
 class PermissionAnswer(_Body):

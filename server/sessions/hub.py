@@ -278,7 +278,7 @@ class Hub:
         step_base: int = 0,
         resumed_from: str | None = None,
         parent_run_id: str | None | EllipsisType = ...,  # ...: the session's own
-        content: PromptContent | None = None,
+        content: PromptContent | None = None,  # a prompt of blocks (images, files), checked
     ) -> str:
         live = await self.active_live(session_id)
         return await live.start_turn(

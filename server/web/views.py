@@ -64,11 +64,9 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         forked_from=forked,
         metadata=session.meta or {},
         workspace=workspace_shape(session, repo),
+        controls=session.controls or empty_controls(),
     )
-    view: dict[str, Any] = msgspec.to_builtins(shape)
-    # API.md "Agent controls" (its OpenAPI entry is added by openapi/paths_controls.py)
-    view["controls"] = session.controls or empty_controls()
-    return view
+    return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
 
 def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:

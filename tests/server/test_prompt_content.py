@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,55 @@ def test_websocket_prompt_with_content(make_client: Callable[..., TestClient]) -
     user, text = reply(client, sid, replies[2]["runId"])
     assert user["attachments"][0]["sha256"] == hashlib.sha256(PNG).hexdigest()
     assert "[image image/png" in text
+
+
+def test_files_for_mentions(make_client: Callable[..., TestClient], workspace_root: Path) -> None:
+    repo = workspace_root / "demo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    (repo / "src" / "deep" / "handler.py").write_text("x")
+    (repo / "src" / "hand.txt").write_text("x")
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "debug.log").write_text("x")
+    client = make_client()
+    sid = session_of(client)
+    listed = client.get(f"/api/sessions/{sid}/files").json()["files"]
+    assert "src/deep/handler.py" in listed and ".gitignore" in listed  # untracked, not ignored
+    assert "debug.log" not in listed and not any(p.startswith(".git/") for p in listed)
+    found = client.get(f"/api/sessions/{sid}/files", params={"query": "HAND"}).json()["files"]
+    assert found == ["src/hand.txt", "src/deep/handler.py"]  # tighter and shorter first
+    found = client.get(f"/api/sessions/{sid}/files", params={"query": "sdh"}).json()["files"]
+    assert found == ["src/deep/handler.py"]  # a subsequence across directories
+    limited = client.get(f"/api/sessions/{sid}/files", params={"limit": 1}).json()["files"]
+    assert len(limited) == 1
+    # a change of git's index is seen at once (no waiting for the cache to expire)
+    (repo / "added.md").write_text("x")
+    subprocess.run(["git", "add", "added.md"], cwd=repo, check=True)
+    assert client.get(f"/api/sessions/{sid}/files", params={"query": "added"}).json()["files"] == [
+        "added.md"
+    ]
+    for params in ({"limit": 0}, {"limit": "x"}):
+        assert_error(
+            client.get(f"/api/sessions/{sid}/files", params=params), 422, "validation_error"
+        )
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert_error(client.get(f"/api/sessions/{missing}/files"), 404, "session_not_found")
+
+
+def test_files_of_a_plain_directory(
+    make_client: Callable[..., TestClient], workspace_root: Path
+) -> None:
+    plain = workspace_root / "plain"
+    (plain / "a" / ".git").mkdir(parents=True)  # not a work tree: a stray .git is skipped
+    (plain / "a" / ".git" / "config").write_text("x")
+    (plain / "a" / "notes.md").write_text("x")
+    outside = workspace_root / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("x")
+    (plain / "link").symlink_to(outside, target_is_directory=True)
+    client = make_client()
+    repo = client.post("/api/repos", json={"path": "plain"})
+    assert repo.status_code == 201, repo.text
+    created = client.post("/api/sessions", json={"repoId": repo.json()["id"]})
+    assert created.status_code == 201, created.text
+    listed = client.get(f"/api/sessions/{created.json()['id']}/files").json()["files"]
+    assert listed == ["a/notes.md"]  # nothing under .git, the symlinked directory not followed

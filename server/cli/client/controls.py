@@ -4,13 +4,15 @@ agent's modes, or ``/mode ID`` to switch) and ``/config`` (list the options, or
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from server.cli.client.api import Api, CliError
 
-__all__ = ["COMMANDS", "run_command"]
+__all__ = ["COMMANDS", "Attachments", "run_command"]
 
 COMMANDS = ("/mode", "/config")
 
@@ -71,3 +73,40 @@ async def run_command(api: Api, session_id: str, text: str) -> str | None:
         return await anyio.to_thread.run_sync(_run, api, session_id, name, rest.strip())
     except CliError as exc:
         return str(exc)
+
+
+_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+class Attachments:
+    """``/attach PATH``: the next prompt carries it. An image on this machine goes as its
+    bytes; any other path is a file of the session's workspace (checked by the server)."""
+
+    def __init__(self) -> None:
+        self.pending: list[dict[str, Any]] = []
+
+    def command(self, text: str) -> str | None:
+        name, _, rest = text.strip().partition(" ")
+        if name != "/attach":
+            return None
+        path = rest.strip()
+        if not path:
+            return "usage: /attach PATH (an image, or a file of the workspace)"
+        mime = _IMAGE_TYPES.get(Path(path).suffix.lower())
+        if mime is not None and Path(path).is_file():
+            data = base64.b64encode(Path(path).read_bytes()).decode()
+            self.pending.append({"type": "image", "mimeType": mime, "data": data})
+        else:
+            self.pending.append({"type": "file", "path": path})
+        return f"attached {path} to the next prompt ({len(self.pending)} pending)"
+
+    def take(self) -> dict[str, Any]:
+        """The prompt's ``content`` (nothing when none is pending); clears the list."""
+        pending, self.pending = self.pending, []
+        return {"content": pending} if pending else {}

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.web.openapi.parts import SESSION, json_response, op, path_param, request_body
-from server.web.openapi.schemas import MESSAGE_TYPES, NONBLANK, closed, nullable, obj, ref
+from server.web.openapi.parts import (
+    SESSION,
+    int_param,
+    json_response,
+    op,
+    path_param,
+    query,
+    request_body,
+)
+from server.web.openapi.schemas import NONBLANK, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
 
@@ -65,17 +73,10 @@ def control_paths(
         mcpServers={"type": "array", "items": text},
     )
     session = schemas["Session"]
-    session["properties"]["controls"] = ref("Controls")
-    session["required"].append("controls")
-    for kind in ("controls", "elicitation"):
-        if kind not in MESSAGE_TYPES:
-            MESSAGE_TYPES.insert(MESSAGE_TYPES.index("update"), kind)
+    session["properties"]["controls"] = ref("Controls")  # the shape holds a plain object
+    if "controls" not in session["required"]:
+        session["required"].append("controls")
 
-    create = catalogue[("POST", "/api/sessions")]["requestBody"]["content"]["application/json"]
-    create["schema"]["properties"].update(
-        modeId=nullable(NONBLANK),
-        config=nullable({"type": "object", "additionalProperties": _VALUE}),
-    )
     controls = json_response("The session's controls, as they are now.", ref("Controls"))
     added: dict[tuple[str, str], Any] = {}
     added[("GET", "/api/sessions/{sessionId}/controls")] = op(
@@ -105,36 +106,22 @@ def control_paths(
 def _prompt_content(
     catalogue: dict[tuple[str, str], Any], added: dict[tuple[str, str], Any]
 ) -> None:
-    """API.md "Prompt content": the prompt's ``content`` blocks and the attachments."""
-    text = {"type": "string"}
-    block = {
-        "oneOf": [
-            closed(["type", "text"], type={"const": "text"}, text=text),
-            closed(
-                ["type", "mimeType", "data"],
-                type={"const": "image"},
-                mimeType={"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
-                data={"type": "string", "contentEncoding": "base64"},
-            ),
-            closed(
-                ["type", "path"],
-                type={"const": "file"},
-                path=NONBLANK,
-                line=nullable({"type": "integer", "minimum": 1}),
-                limit=nullable({"type": "integer", "minimum": 0}),
-            ),
-        ]
-    }
-    body = catalogue[("POST", "/api/sessions/{sessionId}/prompt")]
-    body["requestBody"] = request_body(
+    """API.md "Prompt content" and Sessions: the files for @-mentions, the attachments
+    (the prompt body is shapes.PromptBody)."""
+    added[("GET", "/api/sessions/{sessionId}/files")] = op(
+        "Files of the session's workspace matching a query (for @-mentions), best first",
         {
-            "type": "object",
-            "properties": {
-                "text": NONBLANK,
-                "content": {"type": "array", "minItems": 1, "items": block},
-            },
-            "anyOf": [{"required": ["text"]}, {"required": ["content"]}],
-        }
+            200: json_response(
+                "Paths relative to the workspace.",
+                closed(["files"], files={"type": "array", "items": {"type": "string"}}),
+            )
+        },
+        params=[
+            SESSION,
+            query("query", {"type": "string"}, "Case-insensitive subsequence of the path."),
+            int_param("limit", 1, 1000),
+        ],
+        errors=[409, 503],
     )
     added[("GET", "/api/sessions/{sessionId}/attachments/{sha256}")] = op(
         "An image a prompt carried, with its content type",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,10 +13,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.sessions.file_index import INDEX
 from server.sessions.prompt_content import build_prompt, get_attachment
+from server.sessions.workspaces.service import session_root
 from server.web.errors import ApiError
-from server.web.requests import session_id_param
+from server.web.jsonresp import JSONResponse
+from server.web.requests import query_int, session_id_param
 from server.web.state import AppState, app_state
+from store import repos as repo_store
 
 __all__ = ["routes", "submit_prompt"]
 
@@ -82,4 +87,22 @@ async def attachment(request: Request) -> Response:
     )
 
 
-routes = [Route("/api/sessions/{session_id}/attachments/{sha256}", attachment, methods=["GET"])]
+async def files(request: Request) -> Response:
+    state = app_state(request)
+    record = await state.hub.get_record(session_id_param(request))
+    query = request.query_params.get("query", "")
+    limit = query_int(request, "limit", 50, minimum=1, maximum=1000)
+    assert limit is not None
+    async with state.db.read() as db:
+        repo = await repo_store.get_repo(db, record.repo_id)
+    if repo is None:
+        raise ApiError.not_found("repo", record.repo_id)
+    root = session_root(state.settings, record, Path(repo.path))
+    found = await anyio.to_thread.run_sync(INDEX.search, root, query, limit)
+    return JSONResponse({"files": found})
+
+
+routes = [
+    Route("/api/sessions/{session_id}/attachments/{sha256}", attachment, methods=["GET"]),
+    Route("/api/sessions/{session_id}/files", files, methods=["GET"]),
+]
