@@ -111,6 +111,20 @@ def test_pickers_disabled_with_a_reason_when_the_agent_offers_none(
     expect(page.get_by_label("Model", exact=True)).to_be_disabled()
 
 
+def test_pickers_disabled_once_the_session_ended(
+    module_server: SharedServer, open_page: OpenPage
+) -> None:
+    page = open_page(module_server.url)
+    start_session(page)
+    mode = page.get_by_label("Mode", exact=True)
+    expect(mode).to_be_enabled()
+    page.get_by_role("button", name="Complete").click()
+    expect(mode).to_be_disabled()
+    expect(mode).to_have_accessible_description("The session has ended")
+    expect(page.get_by_label("Model", exact=True)).to_be_disabled()
+    expect(page.get_by_role("button", name="Attach image")).to_be_disabled()
+
+
 def test_slash_opens_the_command_list(module_server: SharedServer, open_page: OpenPage) -> None:
     page = open_page(module_server.url)
     start_session(page)
