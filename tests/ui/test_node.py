@@ -19,6 +19,7 @@ def test_the_ui_modules_pass_their_node_tests() -> None:
         "diff.test.mjs",
         "stream.test.mjs",
         "patch.test.mjs",
+        "prompt-helpers.test.mjs",
     }
     result = subprocess.run(
         # The static modules are plain .js ES modules (no package.json says so).

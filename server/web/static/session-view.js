@@ -8,6 +8,9 @@
 
 import { describe, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
+import { Composer } from "./composer.js";
+import { ControlsBar } from "./controls.js";
+import { Elicitations } from "./elicitation.js";
 import { attachChanges } from "./changes.js";
 import { RunsPanel } from "./runs.js";
 import { SessionStream } from "./stream.js";
@@ -112,10 +115,14 @@ export class SessionView {
     this.stopButton = h("button.stop-button", { type: "button", hidden: true, onclick: () => this.cancel() },
       h("span.stop-square", { "aria-hidden": "true" }), "Stop");
     this.composerError = h("p.error-text.composer-error", { role: "alert" });
+    const wsSend = (command) => this.stream.send(command);
+    this.controlsBar = new ControlsBar(this.sessionId, wsSend);
+    this.composer = new Composer(this.sessionId, /** @type {HTMLTextAreaElement} */ (this.input), this.composerError);
+    this.elicitations = new Elicitations(this.permissionArea, wsSend);
     this.form = h("form.composer", { onsubmit: (event) => { event.preventDefault(); this.send(); } },
       h("label.sr-only", { for: "prompt-input" }, "Message to the agent"),
       h("div.composer-box", {}, this.input,
-        h("div.composer-buttons", {}, this.stopButton, this.sendButton)),
+        h("div.composer-buttons", {}, this.composer.attachButton, this.stopButton, this.sendButton)),
       h("div.composer-foot", {},
         h("span#prompt-hint.hint", {}, "Enter sends · Shift+Enter for a new line · Esc stops the agent"),
         this.composerError));
@@ -124,12 +131,13 @@ export class SessionView {
         h("div.session-head-main", {},
           h("a.back-link", { href: "#/" }, h("span", { "aria-hidden": "true" }, "← "), "Sessions"),
           h("div.title-row", {}, this.title, this.badge, this.conn),
-          this.meta, this.usageLine),
+          this.meta, this.usageLine, this.controlsBar.element),
         h("div.session-actions", {}, this.changesUi.button, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
         this.actionError),
       h("div.session-body", {},
         h("div.session-main", {}, this.log, this.working, this.permissionArea, this.form),
         this.runsPanel, this.changesUi.panel));
+    this.composer.mount(this.input.parentElement, this.form);
   }
 
   /** A path inside the session's repository, shown relative to it. */
@@ -168,6 +176,10 @@ export class SessionView {
         this.activeRun = null;
         this.awaitingRun = false;
       }
+    } else if (content.type === "controls") {
+      this.setSession({ ...this.session, controls: content.controls });
+    } else if (content.type === "elicitation") {
+      this.elicitations.update(content);
     } else if (content.type === "usage") {
       this.usage = content;
       this.renderUsage();
@@ -221,6 +233,8 @@ export class SessionView {
     this.badge.textContent = session.status;
     this.badge.className = `badge badge-${session.status}`;
     this.renderMeta();
+    this.controlsBar.update(session.controls, session.status === "active");
+    this.composer.setControls(session.controls);
     this.onSessionChanged?.(session);
   }
 
@@ -265,6 +279,7 @@ export class SessionView {
     const hadFocus = this.keepFocus && (!focused || focused === document.body || this.form.contains(focused));
     this.input.disabled = !usable;
     this.sendButton.disabled = !usable;
+    this.composer.disabled = !usable;
     this.stopButton.hidden = !this.turnRunning || !active;
     this.stopButton.disabled = this.cancelling;
     this.stopButton.lastChild.textContent = this.cancelling ? "Stopping…" : "Stop";
@@ -303,15 +318,15 @@ export class SessionView {
   }
 
   async send() {
-    const text = this.input.value;
-    if (!text.trim() || this.input.disabled) return;
+    if (this.composer.empty || this.input.disabled) return;
     this.composerError.textContent = "";
     this.awaitingRun = true;
     this.renderComposer();
     try {
-      const { runId } = await post(`/api/sessions/${this.sessionId}/prompt`, { text });
+      const { runId } = await post(`/api/sessions/${this.sessionId}/prompt`, this.composer.body());
       this.awaitingRun = this.seenRuns.has(runId) ? false : runId;
       this.input.value = "";
+      this.composer.reset();
       this.autosize();
       this.transcript.stick = true;
     } catch (err) {
@@ -435,6 +450,7 @@ export class SessionView {
       this.live = false;
       this.activeRun = null;
       for (const id of [...this.permissions.keys()]) this.hidePermission(id);
+      this.elicitations.clearAll();
       this.stream.restart();
       if (text) {
         this.input.value = text;

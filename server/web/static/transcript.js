@@ -9,6 +9,7 @@
 import { renderDiff } from "./diff.js";
 import { ago, clear, duration, h, pretty, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { attachmentList, elicitationNote } from "./attachments.js";
 
 const KIND_LABELS = {
   read: "Read", edit: "Edit", delete: "Delete", move: "Move", search: "Search",
@@ -77,6 +78,9 @@ export class Transcript {
       case "run":
         this.addRun(message, content);
         break;
+      case "elicitation":
+        if (content.outcome) this.append(elicitationNote(content));
+        break;
       default:
         break; // usage and other updates are shown by the header, not the log
     }
@@ -94,7 +98,8 @@ export class Transcript {
       h("div.msg-head", {}, h("span.who", {}, "You"),
         h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp)),
         this.hooks.messageActions?.(message)),
-      h("div.msg-body.plain", {}, content.text || "")));
+      h("div.msg-body.plain", {}, content.text || ""),
+      attachmentList(content.attachments)));
   }
 
   /** A streamed text or thought: chunks grow one block; the final message replaces it. */
