@@ -19,6 +19,7 @@ __all__ = [
     "insert_session_within_limit",
     "list_sessions",
     "lock_admission",
+    "note_activity",
     "update_session",
 ]
 
@@ -102,3 +103,13 @@ async def list_sessions(
     query = query.order_by(SessionRecord.created_at.desc(), SessionRecord.id.desc()).limit(limit)
     rows = (await db.execute(query)).scalars().all()
     return rows, total
+
+
+async def note_activity(db: AsyncSession, session_id: str, last_seq: int, when: datetime) -> None:
+    """The writer's stamp after a batch: the session's highest stored seq and its times."""
+    await db.execute(
+        update(SessionRecord)
+        .where(SessionRecord.id == session_id)
+        .values(last_seq=last_seq, updated_at=when, last_activity_at=when)
+        .execution_options(synchronize_session=False)
+    )

@@ -17,14 +17,14 @@ from typing import Any
 
 import anyio
 import orjson
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import metrics
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
-from store import Database, SessionRecord, utcnow
+from store import Database, utcnow
 from store import messages as message_store
+from store import sessions as session_store
 
 __all__ = ["Draft", "Receipt", "Writer"]
 
@@ -193,12 +193,7 @@ class Writer:
         async with self._db.write() as db, db.begin():
             await message_store.insert_messages(db, rows)
             for session_id, (seq, when) in last.items():
-                await db.execute(
-                    update(SessionRecord)
-                    .where(SessionRecord.id == session_id)
-                    .values(last_seq=seq, updated_at=when, last_activity_at=when)
-                    .execution_options(synchronize_session=False)
-                )
+                await session_store.note_activity(db, session_id, seq, when)
             for item in batch:
                 for op in item.ops:
                     await op(db)
