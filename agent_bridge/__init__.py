@@ -7,17 +7,19 @@ Imports neither ``server`` nor ``store``.
 from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
 from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
 from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
+from agent_bridge.orphans import SESSION_ENV, OrphanSweeper, kill_orphans, owner_marker
 from agent_bridge.process import (
     AgentProcess,
     ProcessSpec,
     agent_environment,
     become_subreaper,
-    kill_orphans,
+    tracked_children,
 )
 from agent_bridge.terminals import OutputBuffer, TerminalHost
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
+    "SESSION_ENV",
     "PROTOCOL_VERSION",
     "AcpClient",
     "AgentConnection",
@@ -27,6 +29,7 @@ __all__ = [
     "AgentStartError",
     "BridgeError",
     "ClientCallbacks",
+    "OrphanSweeper",
     "OutputBuffer",
     "PathOutsideWorkspace",
     "ProcessSpec",
@@ -39,4 +42,6 @@ __all__ = [
     "become_subreaper",
     "connect_agent",
     "kill_orphans",
+    "owner_marker",
+    "tracked_children",
 ]

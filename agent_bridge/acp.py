@@ -64,6 +64,11 @@ class AcpClient:
         self._replaying = False
         self.session_id: str | None = None
         self.init_result: dict[str, Any] = {}
+        self.mcp_servers: list[dict[str, Any]] = []
+        """ACP ``McpServer``s passed in session/new, load and resume (their env and
+        headers hold secrets: never logged)."""
+        self.session_result: dict[str, Any] = {}
+        """The answer to session/new, load or resume (modes, configOptions, models)."""
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -124,10 +129,11 @@ class AcpClient:
 
     async def new_session(self) -> str:
         result = await self.connection.request(
-            "session/new", {"cwd": str(self._workspace.root), "mcpServers": []}
+            "session/new", {"cwd": str(self._workspace.root), "mcpServers": self.mcp_servers}
         )
         if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
             raise RpcError(jsonrpc.INVALID_PARAMS, "session/new returned no sessionId")
+        self.session_result = result
         self.session_id = result["sessionId"]
         return self.session_id
 
@@ -136,22 +142,59 @@ class AcpClient:
         callbacks with ``replayed=True`` so the host does not store them twice."""
         self._replaying = True
         try:
-            await self.connection.request(
+            result = await self.connection.request(
                 "session/load",
-                {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+                {
+                    "sessionId": session_id,
+                    "cwd": str(self._workspace.root),
+                    "mcpServers": self.mcp_servers,
+                },
                 timeout=self._timeout,
             )
         finally:
             self._replaying = False
+        self.session_result = result if isinstance(result, dict) else {}
         self.session_id = session_id
 
     async def resume_session(self, session_id: str) -> None:
-        await self.connection.request(
+        result = await self.connection.request(
             "session/resume",
-            {"sessionId": session_id, "cwd": str(self._workspace.root), "mcpServers": []},
+            {
+                "sessionId": session_id,
+                "cwd": str(self._workspace.root),
+                "mcpServers": self.mcp_servers,
+            },
             timeout=self._timeout,
         )
+        self.session_result = result if isinstance(result, dict) else {}
         self.session_id = session_id
+
+    async def set_mode(self, mode_id: str) -> None:
+        await self.connection.request(
+            "session/set_mode",
+            {"sessionId": self.session_id, "modeId": mode_id},
+            timeout=self._timeout,
+        )
+
+    async def set_config_option(self, config_id: str, value: Any) -> dict[str, Any]:
+        """session/set_config_option; returns the answer (the full ``configOptions``)."""
+        params: dict[str, Any] = {"sessionId": self.session_id, "configId": config_id}
+        if isinstance(value, bool):
+            params.update(type="boolean", value=value)
+        else:
+            params["value"] = value
+        result = await self.connection.request(
+            "session/set_config_option", params, timeout=self._timeout
+        )
+        return result if isinstance(result, dict) else {}
+
+    async def set_model(self, model_id: str) -> None:
+        """The older session/set_model (agents that send a ``models`` block)."""
+        await self.connection.request(
+            "session/set_model",
+            {"sessionId": self.session_id, "modelId": model_id},
+            timeout=self._timeout,
+        )
 
     async def prompt(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
         """One turn; returns the prompt result (``stopReason``, maybe ``usage``)."""

@@ -59,6 +59,7 @@ class AgentConnection:
         self._write_lock = anyio.Lock()
         self._stderr_tail = bytearray()
         self._stderr_done = anyio.Event()
+        self._stdout_done = anyio.Event()
         self.exited = anyio.Event()
         self.exit_code: int | None = None
         self.failure: str | None = None  # why the connection broke, if it was not a plain exit
@@ -186,12 +187,16 @@ class AgentConnection:
                 events = self._rpc.receive_data(chunk) if chunk else self._rpc.receive_eof()
                 for event in events:
                     if not await self._dispatch(event):
+                        # Broken: nothing more is read. Our pipe ends close too, or a
+                        # descendant holding theirs would keep the exit from being seen.
                         self.process.signal_group(signal.SIGKILL)
+                        self.process.close_pipes()
                         return
                 await self._flush()
                 if not chunk:
                     return
         finally:
+            self._stdout_done.set()
             with anyio.CancelScope(shield=True):
                 await self._finish()
 
@@ -209,6 +214,19 @@ class AgentConnection:
             "agent process exited",
             extra={"event": "agent_exited", "pid": self.process.pid, "exit_code": self.exit_code},
         )
+
+    async def _watch_exit(self) -> None:
+        """Once the process has exited, give its last output a moment, then close our
+        pipe ends: a detached descendant holding stdout must not hide the exit."""
+        await self.process.exited()
+        with anyio.move_on_after(STDERR_EOF_WAIT):
+            await self._stdout_done.wait()
+        if not self._stdout_done.is_set():
+            log.warning(
+                "the agent exited but something it started holds its stdout; closing it",
+                extra={"event": "agent_pipes_held", "pid": self.process.pid},
+            )
+        self.process.close_pipes()
 
     async def _drain_stderr(self) -> None:
         assert self.process.stderr is not None
@@ -238,6 +256,7 @@ async def connect_agent(
         conn._tg = tg
         tg.start_soon(conn._drain_stderr)
         tg.start_soon(conn._read_stdout)
+        tg.start_soon(conn._watch_exit)
         try:
             yield conn
         finally:

@@ -12,12 +12,15 @@ Which methods exist is not decided here: the ACP layer answers -32601 itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 import orjson
+
+from agent_bridge.lenient import find_id, loads_standard, scrub
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -191,7 +194,21 @@ class JsonRpcConnection:
         try:
             message = orjson.loads(line)
         except orjson.JSONDecodeError:
-            return self._receive_garbage(line)
+            # Standard JSON orjson refuses (a lone surrogate escape, deep nesting) is
+            # parsed the slow way and made safe to encode; a string id is kept exact,
+            # so the answer echoes it.
+            try:
+                message = loads_standard(line)
+            except ValueError:
+                return self._receive_garbage(line)
+            exact_id = message.get("id") if type(message) is dict else None
+            event = self._receive_message(scrub(message), line)
+            if isinstance(event, Request) and type(exact_id) is str:
+                return replace(event, id=exact_id)
+            return event
+        return self._receive_message(message, line)
+
+    def _receive_message(self, message: Any, line: bytearray) -> Event:
         if type(message) is not dict:
             self._queue_error(None, INVALID_REQUEST, "Invalid Request")
             return InvalidLine(bytes(line[:_CLIP]), "not_an_object")
@@ -201,12 +218,20 @@ class JsonRpcConnection:
             return self._receive_response(message, line)
         return self._reject(message, line, "no_method_or_result")
 
-    def _receive_garbage(self, line: bytearray) -> InvalidLine | None:
+    def _receive_garbage(self, line: bytearray) -> InvalidLine | Response | None:
         stripped = line.lstrip()
         if not stripped:
             return None  # whitespace only: a blank line
         if stripped.startswith((b"{", b"[")):
-            self._queue_error(None, PARSE_ERROR, "Parse error")
+            # A request in it is still answered, with its id when one can be told.
+            broken = find_id(stripped) if stripped.startswith(b"{") else None
+            answer_id = broken.id if broken is not None else None
+            if type(answer_id) is int and broken is not None and not broken.is_call:
+                method = self._pending.pop(answer_id, None)
+                if method is not None:  # the answer to our request, unreadable: it failed
+                    error = {"code": PARSE_ERROR, "message": "Parse error"}
+                    return Response(answer_id, method, None, error, {})
+            self._queue_error(answer_id, PARSE_ERROR, "Parse error")
             return InvalidLine(bytes(line[:_CLIP]), "parse_error")
         return InvalidLine(bytes(line[:_CLIP]), "not_json")  # log noise: no answer
 
@@ -302,4 +327,8 @@ class JsonRpcConnection:
 
     def _queue(self, message: dict[str, Any]) -> None:
         # orjson escapes control characters, so a message is always exactly one line.
-        self._outgoing += orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        try:
+            self._outgoing += orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:
+            # An id the peer sent with a lone surrogate escape: echo it exactly.
+            self._outgoing += json.dumps(message, allow_nan=False).encode() + b"\n"

@@ -15,27 +15,43 @@ from pathlib import Path
 
 import anyio
 
+from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
+from agent_bridge.spawn import resolve_command, wrapped
+
 __all__ = [
     "OWNER_ENV",
+    "SESSION_ENV",
     "AgentProcess",
     "ProcessSpec",
     "agent_environment",
     "become_subreaper",
     "group_members",
     "reap_group_once",
+    "track",
+    "tracked_children",
+    "untrack",
     "wait_group_gone",
-    "kill_orphans",
 ]
 
 log = logging.getLogger("agent_sessions.process")
 
-OWNER_ENV = "AGENT_SESSIONS_OWNER"
 BASE_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER")
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 GROUP_REAP_TIMEOUT = 2.0
-# Children whose exit asyncio waits for; the orphan reaper leaves them alone.
+# Children whose exit asyncio waits for (agents, terminals); the reapers leave them alone.
 _TRACKED: set[int] = set()
+
+
+def track(pid: int) -> None:
+    _TRACKED.add(pid)
+
+
+def untrack(pid: int) -> None:
+    _TRACKED.discard(pid)
+
+
+def tracked_children() -> frozenset[int]:
+    return frozenset(_TRACKED)
 
 
 def become_subreaper() -> bool:
@@ -104,19 +120,29 @@ async def wait_group_gone(
 
 
 def agent_environment(
-    source: Mapping[str, str], extra: Mapping[str, str], owner: str
+    source: Mapping[str, str], extra: Mapping[str, str], owner: str, session: str = ""
 ) -> dict[str, str]:
     """The environment an agent gets: the allow-list from ``source``, then ``extra``
-    (what the agent's configuration names), then the owner marker."""
+    (what the agent's configuration names), then the owner and session markers."""
     env = {key: source[key] for key in BASE_ENV_ALLOWLIST if key in source}
     env.update(extra)
     env[OWNER_ENV] = owner
+    env[SESSION_ENV] = session
     return env
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol, plus the moment the process exits: asyncio's own
+    ``wait()`` also waits for every pipe to close, which a detached descendant holding
+    them can put off for ever."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=asyncio.streams._DEFAULT_LIMIT, loop=loop)  # type: ignore[attr-defined] # noqa: SLF001 - the limit create_subprocess_exec uses
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
 
 
 @dataclass
@@ -129,8 +155,9 @@ class ProcessSpec:
 class AgentProcess:
     """A spawned agent in its own process group."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, protocol: _Protocol) -> None:
         self._proc = proc
+        self._protocol = protocol
         self.pid = proc.pid
         self.stdin = proc.stdin
         self.stdout = proc.stdout
@@ -138,19 +165,37 @@ class AgentProcess:
 
     @classmethod
     async def spawn(cls, spec: ProcessSpec) -> AgentProcess:
-        proc = await asyncio.create_subprocess_exec(
-            *spec.argv,
+        """Start the agent in a session of its own, through the exec wrapper that ties
+        it to this server's life (``agent_bridge.spawn``); from the event loop's thread."""
+        resolve_command(spec.argv, spec.env, str(spec.cwd))
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(loop),
+            *wrapped(spec.argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=str(spec.cwd),
             env=spec.env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads spawn agents concurrently
         )
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         _TRACKED.add(proc.pid)
         log.info("agent process started", extra={"event": "agent_spawned", "pid": proc.pid})
-        return cls(proc)
+        return cls(proc, protocol)
+
+    async def exited(self) -> None:
+        """Wait until the process itself has exited (its pipes may still be open)."""
+        await self._protocol.exited.wait()
+
+    def close_pipes(self) -> None:
+        """Close our ends of stdin, stdout and stderr: readers see EOF, ``wait()`` no
+        longer waits for a descendant that holds the other ends."""
+        transport = self._proc._transport  # type: ignore[attr-defined] # noqa: SLF001 - asyncio keeps it private
+        for fd in (0, 1, 2):
+            pipe = transport.get_pipe_transport(fd)
+            if pipe is not None:
+                pipe.close()
 
     @property
     def returncode(self) -> int | None:
@@ -204,32 +249,3 @@ class AgentProcess:
     async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:  # noqa: ASYNC109 - a bound, not a cancel
         """Wait (bounded) until no process of the group is left; True if none is."""
         return await wait_group_gone(self.pid, timeout)
-
-
-def kill_orphans(owner_prefix: str, alive_owner: str) -> list[int]:
-    """Kill every process whose environment carries our owner marker with
-    ``owner_prefix`` but is not ``alive_owner``: agents (and their children) left by an
-    earlier server on the same database that died without stopping them."""
-    killed: list[int] = []
-    marker_prefix = f"{OWNER_ENV}={owner_prefix}".encode()
-    alive = f"{OWNER_ENV}={alive_owner}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for item in environ:
-            if item.startswith(marker_prefix) and item != alive:
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed.append(int(entry.name))
-                except OSError:
-                    pass
-                break
-    if killed:
-        log.warning(
-            "killed orphan agent processes", extra={"event": "orphans_killed", "pids": killed}
-        )
-    return killed

@@ -10,23 +10,23 @@ server; ``close()`` kills every group and reaps what is left when the session st
 agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
 
 The working directory is opened once, checked by its real path (``/proc/self/fd``), and
-entered with ``fchdir`` in the child, so a directory swapped for a symlink between the
-check and the start is never followed. This confines only where a command *starts*: the
-command runs with the server's user rights, like the agent. POSIX (Linux), asyncio only.
+entered with ``fchdir`` in the child (by the exec wrapper of ``agent_bridge.spawn``), so
+a directory swapped for a symlink between the check and the start is never followed.
+This confines only where a command *starts*: the command runs with the server's user
+rights, like the agent. POSIX (Linux), asyncio only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import ctypes
 import itertools
 import logging
 import os
 import signal
 import stat
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,7 +34,8 @@ import anyio
 
 from agent_bridge import jsonrpc
 from agent_bridge.errors import RpcError
-from agent_bridge.process import OWNER_ENV, wait_group_gone
+from agent_bridge.process import OWNER_ENV, SESSION_ENV, track, untrack, wait_group_gone
+from agent_bridge.spawn import resolve_command, wrapped
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -55,7 +56,6 @@ TERMINAL_LIMIT_REACHED: Final = -32001  # implementation-defined; ACP uses -3200
 RESOURCE_NOT_FOUND: Final = -32002
 OUTPUT_EOF_WAIT: Final = 1.0
 REAP_TIMEOUT: Final = 2.0
-_PR_SET_PDEATHSIG: Final = 1
 _DIR_FLAGS: Final = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
 
 
@@ -167,16 +167,10 @@ class _Terminal:
         with anyio.move_on_after(REAP_TIMEOUT):
             await self.protocol.exited.wait()
         self.transport.close()
+        if self.protocol.exited.is_set():
+            untrack(self.pid)
         # The leader is asyncio's to reap; the rest of the group is ours.
         self.group_gone = await wait_group_gone(self.pid, REAP_TIMEOUT, keep=self.pid)
-
-
-def _child_setup(cwd_fd: int, prctl: Callable[..., int]) -> Callable[[], None]:
-    def setup() -> None:  # runs in the child between fork and exec: no allocation-heavy work
-        os.fchdir(cwd_fd)
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-    return setup
 
 
 class TerminalHost:
@@ -201,7 +195,6 @@ class TerminalHost:
         self._terminals: dict[str, _Terminal] = {}
         self._ids = itertools.count(1)
         self._closed = False
-        self._libc = ctypes.CDLL(None, use_errno=True)
 
     @property
     def open_count(self) -> int:
@@ -242,15 +235,18 @@ class TerminalHost:
             loop = asyncio.get_running_loop()
             buffer = OutputBuffer(limit)
             try:
+                resolve_command(argv, env, cwd_fd)
+                # No preexec_fn: the exec wrapper sets the parent-death signal and enters
+                # the directory by its descriptor (agent_bridge.spawn).
                 transport, protocol = await loop.subprocess_exec(
                     lambda: _Protocol(buffer),
-                    *argv,
+                    *wrapped(argv, cwd_fd=cwd_fd),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
-                    preexec_fn=_child_setup(cwd_fd, self._libc.prctl),  # noqa: PLW1509
+                    pass_fds=(cwd_fd,),
                 )
             except (OSError, subprocess.SubprocessError):
                 raise RpcError(
@@ -259,6 +255,7 @@ class TerminalHost:
         finally:
             os.close(cwd_fd)
         terminal = _Terminal(f"term_{next(self._ids)}", transport, protocol)
+        track(terminal.pid)  # asyncio reaps it; the orphan sweep must not
         self._terminals[terminal.id] = terminal
         log.info(
             "terminal started",
@@ -342,7 +339,7 @@ class TerminalHost:
                 raise RpcError(
                     jsonrpc.INVALID_PARAMS, "env entries need a name and a value (strings)"
                 )
-            if name != OWNER_ENV:  # the marker that finds orphans after a crash stays ours
+            if name not in (OWNER_ENV, SESSION_ENV):  # the markers that find orphans stay ours
                 env[name] = value
         return env
 

@@ -32,7 +32,18 @@ from server.stream.writer import Writer
 from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
-from server.web.routes import history, ops, repos, runs, sessions, stats, workspaces, ws
+from server.web.routes import (
+    controls,
+    history,
+    ops,
+    prompts,
+    repos,
+    runs,
+    sessions,
+    stats,
+    workspaces,
+    ws,
+)
 from server.web.security import (
     BodyLimitMiddleware,
     HostMiddleware,
@@ -170,6 +181,8 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *repos.routes,
         *history.routes,
         *sessions.routes,
+        *controls.routes,
+        *prompts.routes,
         *workspaces.routes,
         *runs.routes,
         *stats.routes,

@@ -244,6 +244,12 @@ class Settings:
     max_agent_line_bytes: int = _setting(
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
     )
+    max_image_bytes: int = _setting(
+        "MAX_IMAGE_BYTES", _int(1), "5242880", "largest image in a prompt (decoded)"
+    )
+    max_embed_bytes: int = _setting(
+        "MAX_EMBED_BYTES", _int(0), "262144", "largest file embedded in a prompt"
+    )
     max_diff_bytes: int = _setting(
         "MAX_DIFF_BYTES", _int(1024), "1048576", "largest patch in a changes answer"
     )

@@ -46,7 +46,17 @@ ToolStatus = Literal["pending", "in_progress", "completed", "error", "cancelled"
 Role = Literal["user", "agent", "system"]
 Isolation = Literal["none", "worktree"]
 MessageType = Literal[
-    "text", "thought", "plan", "tool", "permission", "status", "run", "usage", "update"
+    "text",
+    "thought",
+    "plan",
+    "tool",
+    "permission",
+    "status",
+    "run",
+    "usage",
+    "controls",
+    "elicitation",
+    "update",
 ]
 
 SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)
@@ -107,6 +117,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: dict[str, Any]
     workspace: Workspace
+    controls: dict[str, Any]  # API.md "Agent controls" (server.sessions.controls)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -187,10 +198,17 @@ class CreateSession(_Body):
     parent_run_id: Uuid | None = None
     isolation: Isolation | None = None
     base_ref: NonBlank | None = None
+    mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
+    config: dict[str, str | bool] | None = None
+    # API.md "Agent controls", MCP servers: AGENTS_FILE names added to the agent's defaults
+    mcp_servers: list[NonBlank] | None = None
 
 
 class PromptBody(_Body):
-    text: NonBlank
+    """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
+
+    text: NonBlank | None = None
+    content: list[dict[str, Any]] | None = None
 
 
 class PermissionAnswer(_Body):

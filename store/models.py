@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -114,6 +115,24 @@ class SessionRecord(Base):
     branch: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The agent's controls as last known, and the mode/config values kept for resumption.
+    controls: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    agent_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+
+
+class Attachment(Base):
+    """An image a prompt carried (API.md, Prompt content), served back by its sha256."""
+
+    __tablename__ = "attachments"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    mime_type: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class Message(Base):

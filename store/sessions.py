@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import SessionRecord
@@ -15,6 +15,7 @@ from store.models import SessionRecord
 __all__ = [
     "SessionFilter",
     "count_active_sessions",
+    "delete_session",
     "get_session",
     "insert_session_within_limit",
     "list_sessions",
@@ -113,3 +114,8 @@ async def note_activity(db: AsyncSession, session_id: str, last_seq: int, when: 
         .values(last_seq=last_seq, updated_at=when, last_activity_at=when)
         .execution_options(synchronize_session=False)
     )
+
+
+async def delete_session(db: AsyncSession, session_id: str) -> None:
+    """The session's row; its messages, runs and the rest cascade."""
+    await db.execute(delete(SessionRecord).where(SessionRecord.id == session_id))

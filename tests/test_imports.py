@@ -94,7 +94,10 @@ def test_jsonrpc_core_does_no_io() -> None:
         "orjson",
         "json",
         "enum",
+        "agent_bridge",  # its slow-path parser only, itself pure (below)
     }
+    lenient = {top(n) for n in imported(ROOT / "agent_bridge" / "lenient.py")}
+    assert lenient <= {"__future__", "json", "math", "re", "typing"}
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -214,6 +217,18 @@ def test_no_module_is_over_400_lines() -> None:
         if (n := len(path.read_text().splitlines())) > 400
     }
     assert long == set()
+
+
+def test_no_process_is_started_with_preexec_fn() -> None:
+    """preexec_fn is unsafe once threads exist (aiosqlite, to_thread): agents and
+    terminals start through agent_bridge.spawn's exec wrapper instead."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("agent_bridge", "server", "store")
+        for path in modules(package)
+        if "preexec_fn=" in path.read_text()
+    ]
+    assert offenders == []
 
 
 # -- SQL lives in store/ ---------------------------------------------------------------

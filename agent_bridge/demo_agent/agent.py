@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import script
+from . import controls, script
 from .commands import Command, command_text, parse_command, prompt_text
 from .config import Settings
 from .sessions import HistoryStore, Session
@@ -64,7 +64,11 @@ class Agent:
             "session/new": self._new_session,
             "session/load": self._load_session,
             "session/prompt": self._prompt,
+            "session/set_mode": self._set_mode,
+            "session/set_config_option": self._set_config_option,
         }
+        if settings.legacy_models:
+            self._methods["session/set_model"] = self._set_model
 
     async def serve(self) -> int:
         code = 0
@@ -123,6 +127,16 @@ class Agent:
         else:
             await self.wire.send_result(msg_id, result)
 
+    async def _announce_commands(self, result: Any, params: Params) -> None:
+        """The slash commands, just before session/new or load is answered (real agents
+        send them right after; this keeps the demo's first messages deterministic)."""
+        session_id = result.get("sessionId") or params.get("sessionId")
+        update = {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": controls.COMMANDS,
+        }
+        await self.wire.notify("session/update", {"sessionId": session_id, "update": update})
+
     def _session_of(self, params: object) -> Session | None:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         return self.sessions.get(session_id) if isinstance(session_id, str) else None
@@ -163,7 +177,11 @@ class Agent:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": self.settings.load,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {
+                    "image": not self.settings.no_images,
+                    "audio": False,
+                    "embeddedContext": True,
+                },
             },
             "authMethods": methods,
             "agentInfo": AGENT_INFO,
@@ -193,7 +211,9 @@ class Agent:
         session = Session(str(uuid.uuid4()), cwd)
         self.sessions[session.id] = session
         self.store.save(session)
-        return {"sessionId": session.id}
+        answer = {"sessionId": session.id, **self._controls_answer(session)}
+        await self._announce_commands(answer, params)
+        return answer
 
     async def _load_session(self, params: Params) -> Any:
         if not self.settings.load:
@@ -211,6 +231,40 @@ class Agent:
             kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
             update = {"sessionUpdate": kind, "content": text_block(entry["text"])}
             await self.wire.notify("session/update", {"sessionId": session.id, "update": update})
+        await self._announce_commands({}, params)
+        return self._controls_answer(session)
+
+    def _controls_answer(self, session: Session) -> dict[str, Any]:
+        if self.settings.no_controls:
+            return {}
+        return controls.session_answer(session.controls, legacy_models=self.settings.legacy_models)
+
+    def _known_session(self, params: Params) -> Session:
+        session = self._session_of(params)
+        if session is None:
+            raise RpcError(-32602, f"Invalid params: unknown session {params.get('sessionId')!r}")
+        return session
+
+    async def _set_mode(self, params: Params) -> Any:
+        session = self._known_session(params)
+        if not session.controls.set_mode(params.get("modeId")):
+            raise RpcError(-32602, f"Invalid params: unknown mode {params.get('modeId')!r}")
+        update = {"sessionUpdate": "current_mode_update", "currentModeId": session.controls.mode_id}
+        await self.wire.notify("session/update", {"sessionId": session.id, "update": update})
+        return {}
+
+    async def _set_config_option(self, params: Params) -> Any:
+        session = self._known_session(params)
+        if self.settings.legacy_models or params.get("configId") != "model":
+            raise RpcError(-32602, f"Invalid params: unknown option {params.get('configId')!r}")
+        if not session.controls.set_model(params.get("value")):
+            raise RpcError(-32602, f"Invalid params: unknown value {params.get('value')!r}")
+        return {"configOptions": session.controls.config_options()}
+
+    async def _set_model(self, params: Params) -> Any:
+        session = self._known_session(params)
+        if not session.controls.set_model(params.get("modelId")):
+            raise RpcError(-32602, f"Invalid params: unknown model {params.get('modelId')!r}")
         return {}
 
     async def _prompt(self, params: Params) -> Any:
@@ -225,7 +279,7 @@ class Agent:
             raise RpcError(-32602, "Invalid params: prompt must be a list of content blocks")
         if session.turn is not None:
             raise RpcError(-32000, "A prompt is already running in this session")
-        text = prompt_text(prompt)
+        text = " ".join([prompt_text(prompt), *controls.describe_blocks(prompt)]).strip()
         command = self._command(command_text(prompt))
         if command.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

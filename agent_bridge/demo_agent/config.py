@@ -11,7 +11,14 @@ __all__ = ["ConfigError", "Settings", "TURN_MODES"]
 
 # DEMO_AGENT_MODE entries that make every prompt behave as that prompt command.
 TURN_MODES = ("crash", "hang", "garbage")
-_START_MODES = ("fail-start", "error-new-session", "ignore-sigterm")
+_START_MODES = (
+    "fail-start",
+    "error-new-session",
+    "ignore-sigterm",
+    "legacy-models",
+    "no-controls",
+    "no-images",
+)
 
 
 class ConfigError(ValueError):
@@ -31,6 +38,12 @@ class Settings:
     fail_start: bool = False
     error_new_session: bool = False
     ignore_sigterm: bool = False
+    legacy_models: bool = False
+    """DEMO_AGENT_MODE legacy-models: the model as the older ``models`` block."""
+    no_controls: bool = False
+    """DEMO_AGENT_MODE no-controls: no modes, no config options (as older agents)."""
+    no_images: bool = False
+    """DEMO_AGENT_MODE no-images: promptCapabilities.image false."""
     turn_mode: str | None = None
     """One of TURN_MODES: applied to every prompt."""
 
@@ -72,6 +85,9 @@ class Settings:
             fail_start="fail-start" in flags,
             error_new_session="error-new-session" in flags,
             ignore_sigterm="ignore-sigterm" in flags,
+            legacy_models="legacy-models" in flags,
+            no_controls="no-controls" in flags,
+            no_images="no-images" in flags,
             turn_mode=turn_mode,
         )
 

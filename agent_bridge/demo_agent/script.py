@@ -14,7 +14,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import flood, modes, probes
+from . import controls, flood, modes, probes
 from .commands import Command
 from .turn import Turn, text_block
 from .wire import RemoteError
@@ -48,6 +48,13 @@ async def run(turn: Turn, command: Command) -> str:
         return await modes.MISBEHAVIOURS[name](turn, command)
     if name == "garbage":
         turn.start_garbage()
+    if name == "default" and turn.text.startswith("/"):
+        files = sorted(n for n in os.listdir(turn.cwd) if not n.startswith("."))
+        reply = controls.slash_reply(turn.text, turn.session.controls, files)
+        if reply is not None:
+            await turn.say(reply)
+            await turn.usage()
+            return "end_turn"
     plan, body = _variant(command)
     return await _framed(turn, plan, body)
 
@@ -116,7 +123,8 @@ async def _framed(turn: Turn, plan: list[tuple[str, str]], body: Body) -> str:
     if lines is None:
         return "cancelled"
     await turn.plan([(content, priority, "completed") for content, priority in plan])
-    await turn.say(f"You said: {turn.text}\n\n")
+    prefix = controls.answer_prefix(turn.session.controls)
+    await turn.say(f"{prefix}You said: {turn.text}\n\n")
     for line in lines:
         await turn.say(line + " ")
     await turn.say("Done.")

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from .controls import SessionControls
+
 __all__ = ["HistoryStore", "Session", "is_session_id"]
 
 CONTEXT_SIZE = 200_000
@@ -40,6 +42,8 @@ class Session:
     """session/prompt requests read but whose turn has not started yet."""
     cancel_early: bool = False
     """A session/cancel came while a prompt was received but not started: cancel its turn."""
+    controls: SessionControls = field(default_factory=SessionControls)
+    """Its mode and model (not kept on disk: a loaded session starts at the defaults)."""
 
     def prompts(self) -> list[str]:
         return [entry["text"] for entry in self.entries if entry["role"] == "user"]

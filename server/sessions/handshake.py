@@ -4,6 +4,7 @@ the start timeout; every way it can fail becomes one ``AgentStartError``."""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,6 +13,8 @@ import anyio
 
 from agent_bridge import AgentExited, AgentStartError, ProtocolBroken, RpcError
 from server import metrics
+from server.sessions.agent_controls import after_start
+from server.sessions.mcp_servers import session_servers, transport_allowed
 from store import Database
 from store import messages as message_store
 from store import sessions as session_store
@@ -19,7 +22,9 @@ from store import sessions as session_store
 if TYPE_CHECKING:
     from server.sessions.live_session import LiveSession
 
-__all__ = ["Restore", "handshake", "last_cost"]
+__all__ = ["Restore", "choose_mcp_servers", "handshake", "last_cost"]
+
+log = logging.getLogger("agent_sessions.sessions")
 
 
 @dataclass
@@ -28,6 +33,7 @@ class Restore:
 
     agent_session_id: str | None = None
     has_history: bool = False
+    mcp_servers: tuple[str, ...] = ()  # MCP servers a new session adds, by name
 
 
 async def handshake(live: LiveSession, restore: Restore) -> None:
@@ -42,6 +48,7 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
             if live.agent.auth_method and client.auth_method_ids:
                 step = "authenticate"
                 await client.authenticate(live.agent.auth_method)
+            choose_mcp_servers(live, restore.mcp_servers)
             step = "session/new"
             if restore.agent_session_id and client.can_load:
                 step = "session/load"
@@ -82,11 +89,37 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
             conn.exit_code,
             conn.stderr_tail,
         ) from None
+    await after_start(live)  # the agent's controls; what the session kept, re-applied
     metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
         await session_store.update_session(
-            db, live.id, agent_session_id=client.session_id, needs_context=live.needs_context
+            db,
+            live.id,
+            agent_session_id=client.session_id,
+            needs_context=live.needs_context,
+            controls=live.translator.controls.view(),
         )
+
+
+def choose_mcp_servers(live: LiveSession, added: tuple[str, ...] = ()) -> None:
+    """The agent's default MCP servers and the session's own, as ACP wants them; an
+    ``http``/``sse`` one the agent cannot take is left out and named in
+    ``live.mcp_refused`` (create refuses the session with it)."""
+    controls = live.translator.controls
+    servers = session_servers(
+        live.agent.mcp_catalog, live.agent.mcp_servers, [*controls.mcp_servers, *added]
+    )
+    caps = live.client.agent_capabilities
+    allowed = [s for s in servers if transport_allowed(s, caps)]
+    live.mcp_refused = [s.name for s in servers if s not in allowed]
+    if live.mcp_refused:
+        log.warning(
+            "MCP servers left out: the agent takes no %s",
+            "/".join(sorted({s.transport for s in servers if s not in allowed})),
+            extra={"session_id": live.id, "mcp_servers": live.mcp_refused},
+        )
+    controls.mcp_servers = [s.name for s in allowed]
+    live.client.mcp_servers = [s.acp() for s in allowed]
 
 
 async def last_cost(database: Database, session_id: str) -> float:

@@ -100,22 +100,29 @@ async def fork_session(
     )
     rows = [_copy_row(m, record.id, seq) for seq, m in enumerate(originals, start=1)]
     try:
-        if rows:
 
-            async def copy(db: AsyncSession) -> None:
+        async def copy(db: AsyncSession) -> None:
+            if rows:
                 await message_store.insert_messages(db, rows)
-                await session_store.update_session(db, record.id, last_seq=len(rows))
+            await session_store.update_session(
+                db,
+                record.id,
+                last_seq=len(rows),
+                controls=source.controls,  # a fork inherits its parent's controls
+                agent_config=source.agent_config,
+            )
 
-            # Through the writer's transaction queue, before anything else can write to
-            # the new session; its seqs then continue after the copies.
-            await hub.writer.submit(None, (), [copy]).wait()
+        # Through the writer's transaction queue, before anything else can write to
+        # the new session; its seqs then continue after the copies.
+        await hub.writer.submit(None, (), [copy]).wait()
+        if rows:
             hub.writer.open_session(record.id, len(rows))
     except BaseException:
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
             await _mark_error(hub, record.id, "fork_failed")
         raise
     await workspace_service.make_fork_worktree(hub, source, record, upto)
-    await hub.start_new(record)
+    await hub.start_new(await hub.get_record(record.id))  # with the inherited controls
     log.info(
         "session forked",
         extra={"session_id": record.id, "forked_from": source.id, "seq": upto, "copied": len(rows)},

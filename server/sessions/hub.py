@@ -37,9 +37,10 @@ from server.sessions.errors import (
 from server.sessions.handshake import Restore
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
+from server.sessions.prompt_content import PromptContent
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.supervision import KeyedLocks, owner_labels, start_error
+from server.sessions.supervision import KeyedLocks, process_owner, start_error
 from server.sessions.transcript import stored_preamble
 from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
@@ -79,7 +80,7 @@ class Hub:
         self._resuming = KeyedLocks()
         self._tg: TaskGroup | None = None
         self.shutting_down = False
-        self.owner_prefix, self.owner = owner_labels(database.url)
+        self.owner, self.orphans = process_owner(database.url, cluster.node_id)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -87,6 +88,7 @@ class Hub:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._sweep_loop)
+            tg.start_soon(self.orphans.run, lambda: set(self.live))
             tg.start_soon(self.write_failures.run)
             task_status.started()
             await anyio.sleep_forever()
@@ -146,12 +148,13 @@ class Hub:
     async def _supervise(
         self, live: LiveSession, restore: Restore, *, task_status: TaskStatus[None]
     ) -> None:
-        """Run a live session in the hub's task group; whatever ends it (stopped, crashed,
-        failed to start), record a crash, forget it and release its lease."""
+        """Run a live session in the hub's task group; whatever ends it, kill what it
+        detached, record a crash, forget it and release its lease."""
         try:
             await live.run(restore, task_status=task_status)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await self.orphans.sweep(set(self.live) - {live.id})
                 if live.crashed:
                     await self._record_crash(live)
             self.forget(live)
@@ -195,7 +198,9 @@ class Hub:
         self.writer.open_session(record.id, 0)
         return record
 
-    async def start_new(self, record: SessionRecord, repo_path: Path | None = None) -> LiveSession:
+    async def start_new(
+        self, record: SessionRecord, repo_path: Path | None = None, mcp: tuple[str, ...] = ()
+    ) -> LiveSession:
         """Start the agent of a just-created session; a failure marks it ``error``."""
         async with self._locks[record.id]:
             try:
@@ -204,16 +209,14 @@ class Hub:
                         repo = await repo_store.get_repo(db, record.repo_id)
                     assert repo is not None
                     repo_path = await self._repo_path(repo, record.id)
-                live = await self._start_live(
-                    record, repo_path, Restore(has_history=record.needs_context)
-                )
+                restore = Restore(has_history=record.needs_context, mcp_servers=mcp)
+                live = await self._start_live(record, repo_path, restore)
             except AgentStartError as exc:
                 raise await self._fail_start(record, exc) from None
             except BaseException:
                 with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                    await self._set_status(
-                        record.id, "error", "agent_start_failed", {"message": "interrupted"}
-                    )
+                    detail = {"message": "interrupted"}
+                    await self._set_status(record.id, "error", "agent_start_failed", detail)
                 raise
             await self.writer.submit(
                 record.id, [state.status_draft("active", "created", {"agentId": record.agent_id})]
@@ -277,6 +280,7 @@ class Hub:
         step_base: int = 0,
         resumed_from: str | None = None,
         parent_run_id: str | None | EllipsisType = ...,  # ...: the session's own
+        content: PromptContent | None = None,  # a prompt of blocks (images, files), checked
     ) -> str:
         live = await self.active_live(session_id)
         return await live.start_turn(
@@ -285,6 +289,7 @@ class Hub:
             step_base=step_base,
             resumed_from=resumed_from,
             parent_run_id=live.parent_run_id if parent_run_id is ... else parent_run_id,
+            content=content,
         )
 
     async def cancel(self, session_id: str) -> None:
@@ -371,10 +376,9 @@ class Hub:
     # -- recovery and the idle sweep -----------------------------------------------------
 
     async def recover(self) -> None:
-        """After a crash: kill agents of the dead server, mark its running runs
-        ``interrupted`` and its pending permissions ``cancelled`` (on several nodes:
-        only for sessions no live node owns)."""
-        await anyio.to_thread.run_sync(kill_orphans, self.owner_prefix, self.owner)
+        """After a crash: kill what a dead process of this node left, interrupt its running
+        runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
+        await anyio.to_thread.run_sync(kill_orphans, self.owner)
         await self.recover_sessions(None)
         async with self.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))

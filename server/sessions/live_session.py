@@ -12,10 +12,19 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from agent_bridge import AcpClient, ProcessSpec, TerminalHost, Workspace, connect_agent
+from agent_bridge import (
+    SESSION_ENV,
+    AcpClient,
+    ProcessSpec,
+    TerminalHost,
+    Workspace,
+    connect_agent,
+)
 from server import metrics
 from server.logs import log_context
+from server.sessions import agent_controls
 from server.sessions.agents import AgentConfig
+from server.sessions.controls import ControlsState
 from server.sessions.handshake import Restore, handshake
 from server.sessions.live_base import Stop
 from server.sessions.permission_gate import PermissionGate
@@ -48,8 +57,13 @@ class LiveSession(TurnRunner, PermissionGate):
         self.parent_run_id = record.parent_run_id
         self.repo_path = repo_path = session_root(services.settings, record, repo_path)
         self.agent = agent
-        self.env = env
+        # Its processes carry the session's id: the orphan sweep finds what they detach.
+        self.env = env = {**env, SESSION_ENV: record.id}
         self.translator = Translator()
+        self.translator.controls = ControlsState(record.controls)  # as last known
+        self.controls_busy = 0  # client changes of the controls on their way to the agent
+        self.controls_started = False  # before: control updates are part of the start state
+        self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
         self.turn = None
         self.permissions: dict[str, PendingPermission] = {}
         self.needs_context = record.needs_context
@@ -60,6 +74,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.crashed = False
         self.exit_code: int | None = None
         self.failure: str | None = None
+        self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
         self._stop_requested = anyio.Event()
         # Set by the supervisor (the hub) once its cleanup after ``run`` is done.
         self.finished = anyio.Event()
@@ -171,9 +186,12 @@ class LiveSession(TurnRunner, PermissionGate):
         self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
     ) -> None:
         if replayed:
+            self.translator.controls.apply_update(update)  # load replays them too
             return
         turn = self.turn
-        outputs = self.translator.translate(update, raw)
+        outputs, control_ops = agent_controls.from_agent(
+            self, self.translator.translate(update, raw)
+        )
         if update.get("sessionUpdate") == "usage_update":
             cost = update.get("cost")
             amount = cost.get("amount") if isinstance(cost, dict) else None
@@ -194,7 +212,7 @@ class LiveSession(TurnRunner, PermissionGate):
         else:
             drafts, ops = self._stage(outputs, turn)
         writer = self.services.writer
-        writer.submit(self.id, drafts, ops)
+        writer.submit(self.id, drafts, [*ops, *control_ops])
         if writer.over_capacity:
             await writer.wait_capacity()
         if turn is not None and turn.over_budget() and not turn.paused:

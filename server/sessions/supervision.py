@@ -5,32 +5,32 @@ exception group."""
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from agent_bridge import AgentStartError
+from agent_bridge import AgentStartError, OrphanSweeper, owner_marker, tracked_children
 
-__all__ = ["KeyedLocks", "find_exception", "owner_labels", "start_error", "start_failure_detail"]
+__all__ = [
+    "KeyedLocks",
+    "find_exception",
+    "process_owner",
+    "start_error",
+    "start_failure_detail",
+]
 
 
-def owner_labels(database_url: str) -> tuple[str, str]:
-    """(prefix, owner): the prefix names the database (every server on it), the owner
-    this process (pid and start time, so a reused pid is not mistaken for it)."""
-    prefix = hashlib.sha1(database_url.encode()).hexdigest()[:12]  # noqa: S324 - a label
-    return prefix, f"{prefix}:{os.getpid()}:{_process_start_time(os.getpid())}"
-
-
-def _process_start_time(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "0"
+def process_owner(database_url: str, node_id: str) -> tuple[str, OrphanSweeper]:
+    """The owner marker of this server process, and the sweeper of what agents of its
+    ended sessions leave re-parented to it. The marker names the database (a hash), node
+    ``node_id``, and this process (pid and start time, so a reused pid is not mistaken
+    for it): a restarted node kills only what a dead process of its own left
+    (agent_bridge.orphans). The sweeper never touches asyncio's own children."""
+    database_hash = hashlib.sha1(database_url.encode()).hexdigest()[:12]  # noqa: S324 - a label
+    owner = owner_marker(database_hash, node_id)
+    return owner, OrphanSweeper(owner, tracked_children)
 
 
 def find_exception(exc: BaseException, kind: type[BaseException]) -> BaseException | None:

@@ -9,10 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.sessions.controls import CONTROL_UPDATES, ControlsState
+
 __all__ = ["Output", "Translator", "block_text", "tool_status"]
 
 _CHUNK_TYPES = {"agent_message_chunk": "text", "agent_thought_chunk": "thought"}
 _TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput")
+_TOOL_FIELD_TYPES: dict[str, type] = {
+    "title": str,
+    "kind": str,
+    "status": str,
+    "content": list,
+    "locations": list,
+}
 
 
 def block_text(block: Any) -> str:
@@ -54,8 +63,11 @@ class ToolState:
 
     def merge(self, update: dict[str, Any]) -> None:
         for name in _TOOL_FIELDS:
-            if name in update and update[name] is not None:
-                self.fields[name] = update[name]
+            value = update.get(name)
+            # A field of the wrong type (a title that is an object) is as if absent: the
+            # tool row stores strings.
+            if value is not None and isinstance(value, _TOOL_FIELD_TYPES.get(name, object)):
+                self.fields[name] = value
 
     def content(self, tool_call_id: str) -> dict[str, Any]:
         f = self.fields
@@ -84,6 +96,7 @@ class Translator:
         self._parts: list[str] = []
         self.tools: dict[str, ToolState] = {}
         self.last_text = ""
+        self.controls = ControlsState()
 
     def flush(self) -> list[Output]:
         """Close the open text or thought: the one message with the whole text."""
@@ -108,6 +121,16 @@ class Translator:
         elif kind in ("tool_call", "tool_call_update"):
             call_id = str(update.get("toolCallId", ""))
             out.append(Output("system", self.merge_tool(call_id, update), raw))
+        elif kind in CONTROL_UPDATES:
+            change = self.controls.apply_update(update)
+            if change is not None:  # an update that changes nothing is no message
+                content: dict[str, Any] = {
+                    "type": "controls",
+                    "change": change,
+                    "by": "agent",
+                    "controls": self.controls.view(),
+                }
+                out.append(Output("system", content, raw))
         elif kind == "usage_update":
             content = {
                 "type": "usage",

@@ -14,6 +14,7 @@ from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from server import metrics
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
+from server.sessions.prompt_content import PromptContent
 from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
 from server.sessions.translate import Output, tool_status
@@ -38,9 +39,11 @@ class TurnRunner(LiveBase):
         step_base: int = 0,
         resumed_from: str | None = None,
         parent_run_id: str | None = None,
+        content: PromptContent | None = None,
     ) -> str:
         """Store the user message and the run, then run the turn in the background.
-        Returns the run id once both are committed."""
+        Returns the run id once both are committed. ``content``: a prompt of blocks
+        (images, files), already checked."""
         if self.turn is not None:
             raise TurnInProgress("A turn is already running in this session.")
         if self._stop is not None or self._tg is None:
@@ -56,7 +59,7 @@ class TurnRunner(LiveBase):
             cost_base=self.cost_seen,
             clock=self.services.clock,
         )
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        blocks: list[dict[str, Any]] = content.blocks if content else [text_block(text)]
         try:
             if self.needs_context:
                 preamble = await stored_preamble(self.services.db, self.id)
@@ -84,10 +87,16 @@ class TurnRunner(LiveBase):
                 )
 
             drafts = [
-                Draft("user", {"type": "text", "text": text}, run_id=run_id, step_number=step_base),
+                Draft(
+                    "user",
+                    content.stored if content else text_block(text),
+                    run_id=run_id,
+                    step_number=step_base,
+                ),
                 self._run_draft(turn, "running"),
             ]
-            await self.services.writer.submit(self.id, drafts, [store_run]).wait()
+            ops = [content.store, store_run] if content else [store_run]
+            await self.services.writer.submit(self.id, drafts, ops).wait()
         except BaseException:
             self.turn = None
             raise
@@ -213,3 +222,7 @@ class TurnRunner(LiveBase):
                 self.needs_context = True
                 self._stop = Stop("cancelled")
                 self._stop_requested.set()
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}

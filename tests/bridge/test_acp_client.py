@@ -318,7 +318,8 @@ async def test_a_turn_with_the_demo_agent(tree: dict[str, Path]) -> None:
             ] == "end_turn"
         assert Path(f"/proc/{conn.process.pid}/cwd").resolve() == tree["repo"]
     kinds = recorder.kinds()
-    assert kinds[:3] == ["agent_thought_chunk", "agent_thought_chunk", "plan"]
+    assert kinds[0] == "available_commands_update"  # the demo's, before session/new's answer
+    assert kinds[1:4] == ["agent_thought_chunk", "agent_thought_chunk", "plan"]
     assert kinds[-1] == "usage_update"
     # It read README.md of its session cwd through our fs/read_text_file.
     read = recorder.tool("call_1")

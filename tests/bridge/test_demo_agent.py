@@ -362,7 +362,7 @@ async def test_initialize_shape_and_plain_errors(workspace: Path) -> None:
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": False,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             },
             "authMethods": [],
             "agentInfo": {"name": "demo-agent", "version": "1.0.0"},
@@ -671,9 +671,12 @@ async def test_load_replays_history(workspace: Path, tmp_path: Path) -> None:
         start_index = len(agent.messages)
         msg_id = agent.start_request("session/load", params)
         answer = await agent.response(msg_id)
-        assert answer["result"] == {}
+        assert set(answer["result"]) == {"modes", "configOptions"}  # at the defaults again
+        assert answer["result"]["modes"]["currentModeId"] == "code"
         replay = agent.updates(session, start_index, agent.responses[msg_id])
-        assert kinds(replay) == ["user_message_chunk", "agent_message_chunk"] * 2
+        assert kinds(replay) == ["user_message_chunk", "agent_message_chunk"] * 2 + [
+            "available_commands_update"
+        ]
         assert replay[0]["content"] == {"type": "text", "text": "first prompt"}
         assert replay[1]["content"]["text"] == reply_text(first)
         _, updates = await agent.prompt(session, "history")
@@ -736,7 +739,10 @@ async def test_crash_exits_3(workspace: Path) -> None:
         )
         assert await agent.exit_code() == 3
         await agent.wait_for(lambda: b"crashing on purpose" in agent.stderr)
-        assert kinds(agent.updates(session)) == ["agent_message_chunk"] * 2
+        assert (
+            kinds(agent.updates(session))
+            == ["available_commands_update"] + ["agent_message_chunk"] * 2
+        )
         assert msg_id not in agent.responses
 
 

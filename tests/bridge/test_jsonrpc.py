@@ -171,7 +171,6 @@ def test_eof_with_partial_garbage_and_with_nothing() -> None:
         b'{"a":1e400}',
         b'[{"jsonrpc":"2.0"',
         b'{"s":"\xff\xfe"}',
-        b'{"s":"\\ud800"}',
     ],
 )
 def test_malformed_json_gets_parse_error(data: bytes) -> None:
@@ -465,3 +464,88 @@ def test_errors_sent_for_bad_input_carry_no_exception_text() -> None:
     assert b"NaN" not in raw and b"unexpected" not in raw and b"line 1" not in raw
     messages = {m["error"]["message"] for m in map(orjson.loads, raw.splitlines())}
     assert messages == {"Parse error", "Invalid Request"}
+
+
+# -- what the fast parser refuses ---------------------------------------------------------
+
+
+def test_lone_surrogate_request_is_parsed_and_answered_with_its_id() -> None:
+    """Valid JSON orjson refuses (a lone surrogate escape) is parsed the standard way:
+    the request reaches the handler, its strings made safe to store and send."""
+    conn = JsonRpcConnection()
+    data = b'{"jsonrpc":"2.0","id":9,"method":"m","params":{"s":"a\\ud800b","\\udfff":1}}\n'
+    [event] = conn.receive_data(data)
+    assert isinstance(event, Request)
+    assert (event.id, event.method, event.params) == (9, "m", {"s": "a\ufffdb", "\ufffd": 1})
+    orjson.dumps(event.raw)  # encodable downstream
+    conn.send_result(event.id, {})
+    assert sent(conn) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
+
+
+def test_lone_surrogate_in_a_string_id_is_echoed_exactly() -> None:
+    conn = JsonRpcConnection()
+    [event] = conn.receive_data(b'{"jsonrpc":"2.0","id":"x\\ud800","method":"m"}\n')
+    assert isinstance(event, Request) and event.id == "x\ud800"
+    conn.send_error(event.id, METHOD_NOT_FOUND, "Method not found")
+    data = conn.data_to_send()
+    assert data == (
+        b'{"jsonrpc": "2.0", "id": "x\\ud800", "error": '
+        b'{"code": -32601, "message": "Method not found"}}\n'
+    )
+
+
+def test_lone_surrogate_notification_and_response_are_parsed() -> None:
+    conn = JsonRpcConnection()
+    request_id = conn.send_request("ask")
+    conn.data_to_send()
+    events = conn.receive_data(
+        b'{"jsonrpc":"2.0","method":"note","params":["\\udc00"]}\n'
+        + b'{"jsonrpc":"2.0","id":%d,"result":{"t":"\\ud83d"}}\n' % request_id
+    )
+    assert isinstance(events[0], Notification) and events[0].params == ["\ufffd"]
+    assert isinstance(events[1], Response) and events[1].result == {"t": "\ufffd"}
+
+
+def test_nesting_deeper_than_any_parser_allows_is_answered_with_its_id() -> None:
+    conn = JsonRpcConnection()
+    deep = b"[" * 5000 + b"]" * 5000
+    data = b'{"jsonrpc":"2.0","id":3,"method":"m","params":{"d":' + deep + b"}}\n"
+    [event] = conn.receive_data(data)
+    assert isinstance(event, InvalidLine) and event.reason == "parse_error"
+    assert sent(conn) == [error_answer(3, PARSE_ERROR, "Parse error")]
+
+
+@pytest.mark.parametrize(
+    ("data", "answer_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":41,"method":"m","params":{"s":"\xff"}}', 41),
+        (b'{"jsonrpc":"2.0","id":"r-1","method":"m","params":{"a":NaN}}', "r-1"),
+        (b'{"jsonrpc":"2.0","method":"m","id":-5,"params":{"a":1e400}}', -5),
+        (b'{"jsonrpc":"2.0","id":"q\\"s","method":"m","params":', 'q"s'),
+        (b'{"jsonrpc":"2.0","params":{"id":1,"x":"}{"},"id":2,"method":', 2),
+        (b'{"params":{"id":1},"method":"m" oops', None),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"m",}', None),
+        (b'{"jsonrpc":"2.0","id":true,"method":"m",}', None),
+        (b'{"jsonrpc":"2.0","id":01,"method":"m",}', None),
+        (b'{"jsonrpc":"2.0","method":"m","text":"\\"id\\": 4",}', None),
+    ],
+)
+def test_unparseable_request_is_answered_with_its_id(data: bytes, answer_id: Any) -> None:
+    """A line no parser accepts is answered -32700 with its top-level id when it has
+    one: the agent waiting for that request is not left waiting for ever."""
+    conn = JsonRpcConnection()
+    events = conn.receive_data(data + b"\n" + REQUEST)
+    assert isinstance(events[0], InvalidLine) and events[0].reason == "parse_error"
+    assert isinstance(events[1], Request)
+    assert sent(conn) == [error_answer(answer_id, PARSE_ERROR, "Parse error")]
+
+
+def test_unparseable_answer_to_our_request_fails_it() -> None:
+    conn = JsonRpcConnection()
+    request_id = conn.send_request("ask")
+    conn.data_to_send()
+    [event] = conn.receive_data(b'{"jsonrpc":"2.0","id":%d,"result":{"s":"\xff"}}\n' % request_id)
+    assert isinstance(event, Response) and event.method == "ask"
+    assert event.error == {"code": PARSE_ERROR, "message": "Parse error"}
+    assert conn.pending == {}
+    assert conn.data_to_send() == b""

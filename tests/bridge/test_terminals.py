@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from agent_bridge import OutputBuffer, RpcError, TerminalHost, Workspace
-from agent_bridge.process import OWNER_ENV
+from agent_bridge.process import OWNER_ENV, SESSION_ENV
 from agent_bridge.terminals import RESOURCE_NOT_FOUND, TERMINAL_LIMIT_REACHED
 from tests.helpers import process_state
 from tests.traversal_payloads import ESCAPES, TRAVERSAL_PAYLOADS, make_traversal_tree
@@ -25,6 +25,7 @@ BASE_ENV = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     "LANG": "C.UTF-8",
     OWNER_ENV: "test-owner",
+    SESSION_ENV: "test-session",
 }
 
 
@@ -239,7 +240,11 @@ async def test_environment_is_the_base_plus_what_the_agent_asks(
     host: TerminalHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("API_TOKEN", "server-secret")
-    env = [{"name": "EXTRA", "value": "1"}, {"name": OWNER_ENV, "value": "forged"}]
+    env = [
+        {"name": "EXTRA", "value": "1"},
+        {"name": OWNER_ENV, "value": "forged"},
+        {"name": SESSION_ENV, "value": "forged"},
+    ]
     output = await run(host, "env", env=env)
     names = dict(line.split("=", 1) for line in output["output"].splitlines())
     assert names == {**BASE_ENV, "EXTRA": "1"}  # no API_TOKEN, owner marker not forged

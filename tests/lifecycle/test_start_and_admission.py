@@ -45,7 +45,10 @@ async def test_1000_concurrent_creates_never_exceed_the_limit(live_server) -> No
     # No keep-alive: a pooled connection the server closes as idle under load would be
     # a client-side ReadError, not an answer of the server.
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
-    async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60) as http:
+    # 1000 requests queue for 64 connections on the client side: only the server's
+    # answer has a deadline, not the wait for a free connection (pool=None).
+    timeout = httpx.Timeout(60, pool=None)
+    async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=timeout) as http:
         repo = (await http.get("/api/repos")).json()["repos"][0]["id"]
         statuses: list[int] = []
         odd: list[str] = []

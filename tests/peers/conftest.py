@@ -73,3 +73,10 @@ def chuk_echo_command(chuk_echo_script: Path, tmp_path: Path) -> str:
 def sdk_agent_command(peers_installed: None) -> str:
     script = Path(__file__).with_name("sdk_agent.py")
     return shlex.join([sys.executable, str(script)])
+
+
+@pytest.fixture(scope="session")
+def real_agents_installed(peers_installed: None) -> None:
+    """claude-agent-acp, codex-acp and gemini-cli in .peers (each test checks its own)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("the real agents need node and npm, which this machine lacks")

@@ -21,6 +21,7 @@ from tests.security.support import app_for
 
 ALLOW_LIST = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER"}
 OWNER = "AGENT_SESSIONS_OWNER"
+SESSION = "AGENT_SESSIONS_SESSION"  # which session's agent: the orphan sweep's marker
 SERVER_SECRETS = {
     "API_TOKEN": "tok-123456",
     "DATABASE_URL": "postgresql+asyncpg://user:pw@db/x",
@@ -49,8 +50,8 @@ def reply_names(text: str, marker: str = "env: ") -> set[str]:
 
 def check(names: set[str], *, configured: bool) -> None:
     expected_extra = {"EXTRA_CONFIGURED"} if configured else set()
-    assert "PATH" in names and OWNER in names
-    assert names <= ALLOW_LIST | expected_extra | {OWNER}, names - ALLOW_LIST
+    assert "PATH" in names and OWNER in names and SESSION in names
+    assert names <= ALLOW_LIST | expected_extra | {OWNER, SESSION}, names - ALLOW_LIST
     assert expected_extra <= names
     assert not names & set(SERVER_SECRETS)
     assert not names & set(Settings.variables()), "a server setting reached the agent"

@@ -42,6 +42,7 @@ SESSION_KEYS = {
     "forkedFrom",
     "metadata",
     "workspace",
+    "controls",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 

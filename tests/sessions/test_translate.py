@@ -313,3 +313,28 @@ def test_block_text(block: Any, text: str) -> None:
 )
 def test_tool_status(acp: str | None, ours: str) -> None:
     assert tool_status(acp) == ours
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        {"title": {"a": 1}, "kind": ["x"], "status": {"s": 1}},
+        {"title": 7, "kind": True, "status": 3, "locations": "here", "content": {"c": 1}},
+    ],
+)
+def test_tool_fields_of_the_wrong_type_are_dropped(malformed: dict[str, Any]) -> None:
+    """A title, kind or status that is not a string (content or locations not a list) is
+    as if absent: the tool row stores strings (found by tests/fuzz)."""
+    translator = Translator()
+    first = {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read", "kind": "read"}
+    translator.translate(first, {})
+    [out] = translator.translate(
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", **malformed}, {}
+    )
+    content = out.content
+    assert (content["tool"], content["kind"], content["status"]) == ("Read", "read", "pending")
+    assert content["locations"] == [] and content["content"] == []
+    [fresh] = Translator().translate(
+        {"sessionUpdate": "tool_call", "toolCallId": "u", **malformed}, {}
+    )
+    assert (fresh.content["tool"], fresh.content["kind"]) == (None, "other")

@@ -16,6 +16,8 @@ from typing import IO, Any
 import anyio
 
 from server.cli.client.api import Api, CliError
+from server.cli.client.controls import Attachments
+from server.cli.client.controls import run_command as control_command
 from server.cli.client.workspace import run_command
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -36,6 +38,7 @@ class Chat:
     def __init__(self, api: Api, session: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> None:
         self.api = api
         self.session = session
+        self.attachments = Attachments()  # /attach PATH: for the next prompt
         self.stdin = stdin
         self.out = stdout
         self.interactive = stdin.isatty()
@@ -165,7 +168,8 @@ class Chat:
         s = self.session
         self.line(
             f"session {s['id']} on {s['repo']['name']} (agent {s['agentId']}); "
-            "type a prompt, /diff, /commit MSG, /merge [BRANCH], /quit to leave"
+            "type a prompt, /diff, /commit MSG, /merge [BRANCH], /mode [ID], "
+            "/config [ID VALUE], /attach PATH, /quit to leave"
         )
         while self.gone is None:
             text = await self.read_line("you> ")
@@ -173,12 +177,16 @@ class Chat:
                 return
             if not text.strip():
                 continue
-            answer = await run_command(self.api, s["id"], text)
+            answer = (
+                await run_command(self.api, s["id"], text)
+                or await control_command(self.api, s["id"], text)
+                or self.attachments.command(text)
+            )
             if answer is not None:
                 self.line(answer)
                 continue
             done = self.turn_done = anyio.Event()
-            reply = await self.request({"type": "prompt", "text": text})
+            reply = await self.request({"type": "prompt", "text": text, **self.attachments.take()})
             if reply["type"] == "error":
                 self.turn_done = None
                 self.line(f"the server refused: {reply['error']['message']}")

@@ -13,6 +13,8 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from server.web.jsonresp import JSONResponse
 from server.web.openapi.paths_basic import BASIC
+from server.web.openapi.paths_controls import control_paths
+from server.web.openapi.paths_mcp import mcp_paths
 from server.web.openapi.paths_runs import RUNS
 from server.web.openapi.paths_sessions import SESSIONS
 from server.web.openapi.paths_stats import STATS, STATS_SCHEMAS
@@ -23,6 +25,8 @@ __all__ = ["CATALOGUE", "document", "openapi_json", "route"]
 
 CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS}
 CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and changes"
+CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
+CATALOGUE.update(mcp_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls", MCP servers
 
 
 _PARAM = re.compile(r"\{[^}]*\}")

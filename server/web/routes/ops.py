@@ -7,6 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import metrics
+from server.sessions.agents import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
 from server.web.state import app_state
@@ -35,9 +36,16 @@ async def list_agents(request: Request) -> Response:
     return JSONResponse({"agents": [a.view() for a in agents.values()]})
 
 
+async def list_mcp_servers(request: Request) -> Response:
+    """The MCP servers AGENTS_FILE defines: name and transport (never env or headers)."""
+    catalog = app_state(request).agents[DEFAULT_AGENT_ID].mcp_catalog
+    return JSONResponse({"mcpServers": [s.view() for s in catalog.values()]})
+
+
 routes = [
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
     Route("/metrics", metrics_endpoint, methods=["GET"]),
     Route("/api/agents", list_agents, methods=["GET"]),
+    Route("/api/mcp-servers", list_mcp_servers, methods=["GET"]),
 ]

@@ -9,6 +9,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.sessions.agent_controls import apply_create_choices
+from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -28,6 +31,8 @@ from server.web.requests import (
     uuid_param,
 )
 from server.web.routes import workspaces
+from server.web.routes.controls import create_choices
+from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
 from store import SessionRecord
@@ -72,11 +77,17 @@ async def create_session(request: Request) -> Response:
     parent = require_str(body, "parentRunId", optional=True)
     if parent is not None:
         parent = check_uuid(parent, "parentRunId")
+    mode_id, config = create_choices(body)
+    catalog = state.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent
+    mcp = create_mcp_names(catalog, body.get("mcpServers"))
     isolation, base_ref = workspaces.create_options(body)
     plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
     record = await state.hub.create_session(repo_id, agent_id, title, parent)
     await workspace_service.make_worktree(state.hub, record, plan)
-    await state.hub.start_new(record)
+    live = await state.hub.start_new(record, mcp=mcp)
+    await refuse_unsupported_mcp(live)
+    if mode_id is not None or config:
+        await apply_create_choices(live, mode_id, config)
     record = await state.hub.get_record(record.id)
     return JSONResponse(await session_json(state, record), status_code=201)
 
@@ -127,8 +138,7 @@ async def prompt(request: Request) -> Response:
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
     body = await read_json(request, state.settings.max_body_bytes)
-    text = prompt_text(body, state.settings.max_prompt_bytes)
-    run_id = await state.hub.prompt(session_id, text)
+    run_id = await submit_prompt(state, session_id, body)
     return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
 
 

@@ -15,7 +15,9 @@ from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
-from server.web.routes.sessions import prompt_text, session_json
+from server.web.routes.controls import controls_command
+from server.web.routes.prompts import submit_prompt
+from server.web.routes.sessions import session_json
 from server.web.state import AppState, app_state
 from store import messages as message_store
 
@@ -144,8 +146,7 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         if owner is not None:
             return await _forward(state, owner, session_id, command, ref)
         if kind == "prompt":
-            text = prompt_text(command, state.settings.max_prompt_bytes)
-            run_id = await state.hub.prompt(session_id, text)
+            run_id = await submit_prompt(state, session_id, command)
             return ack_frame(ref, runId=run_id)
         if kind == "cancel":
             await state.hub.cancel(session_id)
@@ -154,6 +155,8 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
             if not isinstance(request_id, str) or not isinstance(option_id, str):
                 raise ApiError.validation("requestId and optionId are required strings.")
             await state.hub.answer_permission(session_id, request_id, option_id)
+        elif kind in ("set_mode", "set_config"):
+            await controls_command(state.hub, session_id, command)
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)

@@ -1,0 +1,157 @@
+"""No process an agent started outlives its session, however it detaches (setsid and a
+double fork), nor the server that ran it (kill -9); and a node restarting on a host
+kills only what a dead process of its own left (issue 17, items 5, 9 and 11)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from agent_bridge import kill_orphans, owner_marker
+from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
+from server.app import create_app
+from tests.fuzz.support import alive, pid_from, raw_agent
+from tests.helpers import create_session, live_agent_pid, processes_with_env
+
+
+def detaching_agent(folder: Path, pid_file: Path) -> str:
+    """An agent whose first turn leaves a daemon behind (setsid + double fork) and ends."""
+    return raw_agent(folder, [[{"detach": str(pid_file)}]])
+
+
+def wait_until(predicate, timeout: float = 20) -> None:  # noqa: ANN001 - a test helper
+    """Poll processes we do not own until ``predicate()``; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        time.sleep(0.02)
+
+
+def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Path) -> None:
+    keep_pid, end_pid = tmp_path / "keep.pid", tmp_path / "end.pid"
+    keep_cmd = detaching_agent(tmp_path / "keep", keep_pid)
+    end_cmd = detaching_agent(tmp_path / "end", end_pid)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f"[agents.keep]\ncommand = {keep_cmd!r}\n\n[agents.end]\ncommand = {end_cmd!r}\n"
+    )
+    with TestClient(create_app(make_settings(AGENTS_FILE=agents))) as client:
+        repo = client.get("/api/repos").json()["repos"][0]["id"]
+        keep = create_session(client, repo, agentId="keep")["id"]
+        end = create_session(client, repo, agentId="end")["id"]
+        for sid in (keep, end):
+            run = client.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
+            wait_until(
+                lambda run=run: client.get(f"/api/agent-runs/{run}").json()["status"] != "running"
+            )
+        daemons = {sid: pid_from(path) for sid, path in ((keep, keep_pid), (end, end_pid))}
+        assert all(alive(pid) for pid in daemons.values())
+        assert os.getsid(daemons[end]) != os.getsid(live_agent_pid(client, end))  # detached
+        hub = client.app.state.agent_sessions.hub
+        assert (
+            client.portal.call(hub.orphans.sweep, set(hub.live)) == []
+        )  # both sessions live: kept
+        assert client.post(f"/api/sessions/{end}/complete").status_code == 200
+        assert not alive(daemons[end])  # gone when its session ended, not later
+        assert alive(daemons[keep])  # another session's, still live
+        assert processes_with_env(f"{SESSION_ENV}={end}\0") == []
+        client.delete(f"/api/sessions/{keep}")
+        assert not alive(daemons[keep])
+
+
+def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path) -> None:
+    """kill -9 of the server: the agent dies at once (parent-death signal set by the
+    exec wrapper), and what it detached is killed by the next start's sweep."""
+    pid_file = tmp_path / "daemon.pid"
+    command = detaching_agent(tmp_path / "agent", pid_file)
+    server = live_server(AGENT_COMMAND=command)
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        repo = http.get("/api/repos").json()["repos"][0]["id"]
+        sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
+        run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
+        wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+    agents = [p for p in processes_with_env(f":{server.process.pid}:") if p != pid_from(pid_file)]
+    daemon = pid_from(pid_file)
+    assert agents and alive(daemon)
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(10)
+    wait_until(lambda: not any(alive(p) for p in agents))  # the agent went with the server
+    live_server(AGENT_COMMAND=command)
+    assert not alive(daemon)
+
+
+def test_restarting_node_leaves_other_nodes_agents(live_server, tmp_path: Path) -> None:
+    """Two nodes on one host and one database: a node that (re)starts kills none of the
+    other node's live agents or their descendants."""
+    pid_file = tmp_path / "daemon.pid"
+    command = detaching_agent(tmp_path / "agent", pid_file)
+    first = live_server(AGENT_COMMAND=command, NODE_ID="node-a")
+    with httpx.Client(base_url=first.url, timeout=30) as http:
+        repo = http.get("/api/repos").json()["repos"][0]["id"]
+        sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
+        run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
+        wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+    agents = processes_with_env(f":node-a:{first.process.pid}:")
+    assert agents and alive(pid_from(pid_file))
+    second = live_server(AGENT_COMMAND=command, NODE_ID="node-b")
+    assert second.process.poll() is None
+    assert all(alive(p) for p in agents)
+    assert alive(pid_from(pid_file))
+
+
+def marked(owner: str) -> subprocess.Popen[bytes]:
+    """A process carrying an owner marker, as an agent (or its descendant) does."""
+    env = {**os.environ, OWNER_ENV: owner, SESSION_ENV: "s"}
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
+
+
+@pytest.mark.parametrize(
+    ("whose", "killed"),
+    [
+        ("this node, dead server", True),
+        ("this node, pid reused by another process", True),
+        ("this node, live server", False),
+        ("other node, dead server", False),
+        ("other database, dead server", False),
+        ("this server", False),
+    ],
+)
+def test_start_sweep_kills_only_what_a_dead_process_of_its_own_node_left(
+    whose: str, killed: bool
+) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        me = owner_marker("db", "node:1")  # a node id may hold the separator
+        owner = {
+            "this node, dead server": owner_marker("db", "node:1", dead.pid),
+            "this node, pid reused by another process": f"db:node:1:{live.pid}:1",
+            "this node, live server": owner_marker("db", "node:1", live.pid),
+            "other node, dead server": owner_marker("db", "node:2", dead.pid),
+            "other database, dead server": owner_marker("db2", "node:1", dead.pid),
+            "this server": me,
+        }[whose]
+        process = marked(owner)
+        try:
+            wait_until(
+                lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes()
+            )
+            found = kill_orphans(me)
+            assert (process.pid in found) is killed
+            process.wait(10) if killed else None
+            assert (process.poll() is not None) is killed
+        finally:
+            process.kill()
+            process.wait()
+    finally:
+        live.kill()
+        live.wait()

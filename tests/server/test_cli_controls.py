@@ -1,0 +1,42 @@
+"""``agent-sessions chat`` with ``/mode`` and ``/config``, as a subprocess against a real
+server and the demo agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import LiveServer
+from tests.test_cli import cli
+
+
+def test_chat_mode_and_config(live_server: Callable[..., LiveServer]) -> None:
+    server = live_server()
+    script = (
+        "/mode\n/mode ask\n/mode yolo\n/config\n/config model demo-large\n/config model\n"
+        "hi\n/quit\n"
+    )
+    chat = cli(server, "chat", "--repo", "demo", stdin=script)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "modes (/mode ID to switch):" in out and " * code  Code" in out
+    assert "mode: ask" in out
+    assert "The agent offers no mode 'yolo'" in out
+    assert "model = demo-small  (demo-small, demo-large)" in out
+    assert "model: demo-large" in out
+    assert "usage: /config ID VALUE" in out
+    assert "[ask mode] You said: hi" in out
+
+
+def test_chat_attach(live_server: Callable[..., LiveServer], tmp_path: Path) -> None:
+    image = tmp_path / "shot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    server = live_server()
+    script = f"/attach\n/attach {image}\n/attach README.md\nlook\n/attach ../x\nagain\n/quit\n"
+    chat = cli(server, "chat", "--repo", "demo", stdin=script)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "usage: /attach PATH" in out
+    assert "(2 pending)" in out
+    assert "You said: look [image image/png" in out and "[embedded file://" in out
+    assert "the server refused: The file is outside the session's workspace." in out
