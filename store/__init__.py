@@ -4,7 +4,7 @@ Repository functions take an ``AsyncSession`` and never commit; the caller owns 
 transaction.
 """
 
-from store import messages, permissions, repos, runs, sessions, workspaces
+from store import attachments, cluster, messages, permissions, repos, runs, sessions, workspaces
 from store.engine import Database, open_database
 from store.migrate import downgrade, startup_lock, upgrade
 from store.models import (
@@ -31,6 +31,8 @@ __all__ = [
     "SessionOwner",
     "SessionRecord",
     "ToolCall",
+    "attachments",
+    "cluster",
     "downgrade",
     "messages",
     "open_database",

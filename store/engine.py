@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import (
 __all__ = ["Database", "open_database"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_PING = text("SELECT 1")
 
 
 def _json_dumps(value: Any) -> str:
@@ -70,6 +71,11 @@ class Database:
     @property
     def dialect(self) -> str:
         return self.writer_engine.dialect.name
+
+    async def ping(self) -> None:
+        """One round trip on a reader connection; raises when the database does not answer."""
+        async with self.read() as db:
+            await db.execute(_PING)
 
     async def close(self) -> None:
         await self.writer_engine.dispose()

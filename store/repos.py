@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Repo, SessionRecord
@@ -12,6 +12,7 @@ from store.models import Repo, SessionRecord
 __all__ = [
     "add_repo",
     "count_active_sessions_of_repo",
+    "delete_repo",
     "get_repo",
     "get_repo_by_path",
     "list_repos",
@@ -43,3 +44,15 @@ async def count_active_sessions_of_repo(db: AsyncSession, repo_id: str) -> int:
         .where(SessionRecord.repo_id == repo_id, SessionRecord.status == "active")
     )
     return int((await db.execute(query)).scalar_one())
+
+
+async def delete_repo(db: AsyncSession, repo: Repo) -> None:
+    """Delete the repository's row and its sessions' (their rows cascade from them)."""
+    ids = (
+        (await db.execute(select(SessionRecord.id).where(SessionRecord.repo_id == repo.id)))
+        .scalars()
+        .all()
+    )
+    if ids:
+        await db.execute(delete(SessionRecord).where(SessionRecord.id.in_(ids)))
+    await db.delete(repo)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Run, ToolCall
@@ -16,13 +16,21 @@ __all__ = [
     "RunFilter",
     "get_run",
     "get_tool_call",
+    "insert_tool_call",
     "last_step",
     "list_runs",
     "list_tool_calls",
     "resumed_by",
     "runs_with_status",
+    "session_of_run",
     "update_run",
+    "update_tool_call",
 ]
+
+# One cached Core statement: the SET clause comes from the parameters' keys. Built per
+# call through the ORM, each update cost ~800 us (py-spy: statement construction).
+_TOOL_CALLS: Table = ToolCall.__table__  # type: ignore[assignment] # declarative tables are Tables
+_UPDATE_TOOL_CALL = update(_TOOL_CALLS).where(_TOOL_CALLS.c.id == bindparam("row_id"))
 
 
 @dataclass(frozen=True)
@@ -144,3 +152,19 @@ async def list_tool_calls(
         )
     query = query.order_by(ToolCall.step_number, ToolCall.id).limit(limit)
     return (await db.execute(query)).scalars().all()
+
+
+async def session_of_run(db: AsyncSession, run_id: str) -> str | None:
+    return (await db.execute(select(Run.session_id).where(Run.id == run_id))).scalar_one_or_none()
+
+
+async def insert_tool_call(db: AsyncSession, row: dict[str, Any], run_id: str, step: int) -> None:
+    """A tool call's first row; the run's ``step_count`` follows it, so it stays true
+    while the run goes on (and after a crash)."""
+    await db.execute(insert(ToolCall).values(**row))
+    await db.execute(update(Run).where(Run.id == run_id).values(step_count=step))
+
+
+async def update_tool_call(db: AsyncSession, row_id: str, values: dict[str, Any]) -> None:
+    """Write ``values`` (any columns) to the tool call's row, through one cached statement."""
+    await db.execute(_UPDATE_TOOL_CALL, {"row_id": row_id, **values})

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import SessionRecord
@@ -15,10 +15,12 @@ from store.models import SessionRecord
 __all__ = [
     "SessionFilter",
     "count_active_sessions",
+    "delete_session",
     "get_session",
     "insert_session_within_limit",
     "list_sessions",
     "lock_admission",
+    "note_activity",
     "update_session",
 ]
 
@@ -102,3 +104,18 @@ async def list_sessions(
     query = query.order_by(SessionRecord.created_at.desc(), SessionRecord.id.desc()).limit(limit)
     rows = (await db.execute(query)).scalars().all()
     return rows, total
+
+
+async def note_activity(db: AsyncSession, session_id: str, last_seq: int, when: datetime) -> None:
+    """The writer's stamp after a batch: the session's highest stored seq and its times."""
+    await db.execute(
+        update(SessionRecord)
+        .where(SessionRecord.id == session_id)
+        .values(last_seq=last_seq, updated_at=when, last_activity_at=when)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def delete_session(db: AsyncSession, session_id: str) -> None:
+    """The session's row; its messages, runs and the rest cascade."""
+    await db.execute(delete(SessionRecord).where(SessionRecord.id == session_id))

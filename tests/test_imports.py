@@ -229,3 +229,61 @@ def test_no_process_is_started_with_preexec_fn() -> None:
         if "preexec_fn=" in path.read_text()
     ]
     assert offenders == []
+
+
+# -- SQL lives in store/ ---------------------------------------------------------------
+
+# What builds a statement; server/ may still name the session type, URLs and errors.
+STATEMENT_BUILDERS = {
+    "select",
+    "insert",
+    "update",
+    "delete",
+    "text",
+    "func",
+    "bindparam",
+    "literal_column",
+    "column",
+    "table",
+    "and_",
+    "or_",
+}
+
+
+def sql_builders(path: Path) -> set[str]:
+    """The statement builders ``path`` imports from SQLAlchemy (a whole-module import of
+    sqlalchemy, of its SQL expression package or of a dialect counts as one)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(
+                alias.name
+                for alias in node.names
+                if alias.name == "sqlalchemy"
+                or alias.name.startswith(("sqlalchemy.sql", "sqlalchemy.dialects"))
+            )
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            module = node.module
+            if module.startswith(("sqlalchemy.sql", "sqlalchemy.dialects")) or (
+                module == "sqlalchemy"
+                and any(alias.name in STATEMENT_BUILDERS for alias in node.names)
+            ):
+                found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_walker_sees_statement_builders() -> None:
+    assert {"sqlalchemy.select", "sqlalchemy.dialects.postgresql.insert"} <= sql_builders(
+        ROOT / "store" / "cluster.py"
+    )
+
+
+def test_server_builds_no_sql() -> None:
+    """Statements are built in store/ (ARCHITECTURE.md: repository functions); server/
+    calls them. None is excepted."""
+    offenders = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in modules("server")
+        for name in sql_builders(path)
+    }
+    assert offenders == set()

@@ -26,16 +26,16 @@ from typing import Any
 import anyio
 import httpx
 from anyio.abc import TaskStatus
-from sqlalchemy import delete, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.cluster.listener import Listener
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
-from store import Database, Node, Run, SessionOwner, utcnow
+from store import Database, utcnow
+from store import cluster as cluster_store
 from store import messages as message_store
+from store import runs as run_store
 
 __all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "command_target"]
 
@@ -102,15 +102,7 @@ class Cluster:
     async def _register(self) -> None:
         now = utcnow()
         async with self.db.write() as db, db.begin():
-            stmt = pg_insert(Node).values(
-                id=self.node_id, url=self.url, started_at=now, heartbeat_at=now
-            )
-            await db.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=[Node.id],
-                    set_={"url": self.url, "started_at": now, "heartbeat_at": now},
-                )
-            )
+            await cluster_store.register_node(db, self.node_id, self.url, now)
 
     # -- ownership ---------------------------------------------------------------------
 
@@ -120,15 +112,9 @@ class Cluster:
             return None
         now = utcnow()
         async with self.db.write() as db, db.begin():
-            stmt = pg_insert(SessionOwner).values(
-                session_id=session_id, node_id=self.node_id, lease_until=now + self.lease
-            )
-            claim = stmt.on_conflict_do_update(
-                index_elements=[SessionOwner.session_id],
-                set_={"node_id": self.node_id, "lease_until": now + self.lease},
-                where=(SessionOwner.lease_until < now) | (SessionOwner.node_id == self.node_id),
-            ).returning(SessionOwner.node_id)
-            if (await db.execute(claim)).first() is not None:
+            if await cluster_store.claim_session(
+                db, session_id, self.node_id, now, now + self.lease
+            ):
                 return None
             return await self._owner_url(db, session_id) or "unknown"
 
@@ -140,35 +126,18 @@ class Cluster:
             return await self._owner_url(db, session_id)
 
     async def _owner_url(self, db: AsyncSession, session_id: str) -> str | None:
-        row = (
-            await db.execute(
-                select(SessionOwner.node_id, Node.url)
-                .join(Node, Node.id == SessionOwner.node_id)
-                .where(
-                    SessionOwner.session_id == session_id,
-                    SessionOwner.lease_until >= utcnow(),
-                    SessionOwner.node_id != self.node_id,
-                )
-            )
-        ).first()
-        return None if row is None else str(row.url)
+        return await cluster_store.other_owner_url(db, session_id, self.node_id, utcnow())
 
     async def release(self, session_id: str) -> None:
         if not self.enabled:
             return
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):  # else the lease expires
             async with self.db.write() as db, db.begin():
-                await db.execute(
-                    delete(SessionOwner).where(
-                        SessionOwner.session_id == session_id, SessionOwner.node_id == self.node_id
-                    )
-                )
+                await cluster_store.release_session(db, session_id, self.node_id)
 
     async def session_of_run(self, run_id: str) -> str | None:
         async with self.db.read() as db:
-            return (
-                await db.execute(select(Run.session_id).where(Run.id == run_id))
-            ).scalar_one_or_none()
+            return await run_store.session_of_run(db, run_id)
 
     async def _heartbeat_loop(self) -> None:
         interval = self.lease.total_seconds() / 3
@@ -183,32 +152,17 @@ class Cluster:
     async def _heartbeat(self) -> None:
         now = utcnow()
         async with self.db.write() as db, db.begin():
-            await db.execute(
-                update(SessionOwner)
-                .where(SessionOwner.node_id == self.node_id)
-                .values(lease_until=now + self.lease)
-            )
-            await db.execute(update(Node).where(Node.id == self.node_id).values(heartbeat_at=now))
+            await cluster_store.renew_leases(db, self.node_id, now, now + self.lease)
 
     async def _take_over_expired(self) -> None:
         """Claim sessions whose owner stopped renewing, interrupt their runs, release them."""
         now = utcnow()
         async with self.db.write() as db, db.begin():
-            expired = (
-                await db.execute(
-                    select(SessionOwner.session_id, SessionOwner.node_id)
-                    .where(SessionOwner.lease_until < now)
-                    .with_for_update(skip_locked=True)
-                )
-            ).all()
+            expired = await cluster_store.expired_leases(db, now)
             if not expired:
                 return
             ids = [row.session_id for row in expired]
-            await db.execute(
-                update(SessionOwner)
-                .where(SessionOwner.session_id.in_(ids))
-                .values(node_id=self.node_id, lease_until=now + self.lease)
-            )
+            await cluster_store.claim_sessions(db, ids, self.node_id, now + self.lease)
         log.warning(
             "took over sessions of a node whose lease expired",
             extra={
@@ -226,12 +180,11 @@ class Cluster:
 
     async def notify(self, db: AsyncSession, spans: dict[str, tuple[int, int]]) -> None:
         """Inside the writer's transaction: announce (session, first, last) on commit."""
-        for session_id, (first, last) in spans.items():
-            payload = f"{self.node_id} {session_id} {first} {last}"
-            await db.execute(
-                text("SELECT pg_notify(:channel, :payload)"),
-                {"channel": CHANNEL, "payload": payload},
-            )
+        payloads = [
+            f"{self.node_id} {session_id} {first} {last}"
+            for session_id, (first, last) in spans.items()
+        ]
+        await cluster_store.notify(db, CHANNEL, payloads)
 
     def _on_notification(self, payload: str) -> None:
         node, session_id, first, last = payload.split(" ")

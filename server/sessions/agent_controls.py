@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import sqlalchemy as sa
 
 from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from server.sessions.controls import Change, Chosen, ControlsState, chosen_of
@@ -24,7 +23,6 @@ from server.sessions.errors import Conflict, DomainError, Invalid
 from server.sessions.status import log_active_count
 from server.sessions.translate import Output
 from server.stream.writer import Draft
-from store import SessionRecord
 from store import sessions as session_store
 
 if TYPE_CHECKING:
@@ -202,7 +200,7 @@ async def apply_create_choices(
             await live.stop("cancelled")
 
             async def delete(db: Any) -> None:
-                await db.execute(sa.delete(SessionRecord).where(SessionRecord.id == live.id))
+                await session_store.delete_session(db, live.id)
 
             await live.services.writer.submit(None, (), [delete]).wait()
             await log_active_count(live.services, "session refused: controls", live.id)

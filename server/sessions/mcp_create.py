@@ -9,12 +9,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import sqlalchemy as sa
 
 from server.sessions.errors import Invalid
 from server.sessions.mcp_servers import McpServer, check_names
 from server.sessions.status import log_active_count
-from store import SessionRecord
+from store import sessions as session_store
 
 if TYPE_CHECKING:
     from server.sessions.live_session import LiveSession
@@ -43,7 +42,7 @@ async def refuse_unsupported_mcp(live: LiveSession) -> None:
         await live.stop("cancelled")
 
         async def delete(db: Any) -> None:
-            await db.execute(sa.delete(SessionRecord).where(SessionRecord.id == live.id))
+            await session_store.delete_session(db, live.id)
 
         await live.services.writer.submit(None, (), [delete]).wait()
         await log_active_count(live.services, "session refused: MCP servers", live.id)

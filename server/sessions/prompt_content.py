@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
 from agent_bridge import Workspace, WorkspaceError
 from agent_bridge.workspace import FileNotFound, PathOutsideWorkspace
 from server.sessions.errors import Forbidden, Invalid, TooLarge
+from store import attachments as attachment_store
 from store import utcnow
 from store.models import Attachment
 
@@ -60,17 +59,7 @@ class PromptContent:
 
     async def store(self, db: Any) -> None:
         """An op for the writer: keep each image once per session."""
-        for attachment in self.attachments:
-            exists = await db.execute(
-                sa.select(Attachment.sha256).where(
-                    Attachment.session_id == attachment.session_id,
-                    Attachment.sha256 == attachment.sha256,
-                )
-            )
-            if exists.first() is None:
-                db.add(attachment)
-        if self.attachments:
-            await db.flush()
+        await attachment_store.keep_attachments(db, self.attachments)
 
 
 def _image(
@@ -202,10 +191,4 @@ def build_prompt(
 
 
 async def get_attachment(db: Any, session_id: str, sha256: str) -> Attachment | None:
-    found = await db.execute(
-        sa.select(Attachment).where(
-            Attachment.session_id == session_id, Attachment.sha256 == sha256
-        )
-    )
-    row: Attachment | None = found.scalars().first()
-    return row
+    return await attachment_store.get_attachment(db, session_id, sha256)

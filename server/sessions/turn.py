@@ -10,19 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from sqlalchemy import Table, bindparam, insert, update
 
-from store import Run, ToolCall, utcnow
+from store import runs as run_store
+from store import utcnow
 
 __all__ = ["PendingPermission", "ToolBook", "Turn"]
 
 _FINISHED = ("completed", "error", "cancelled")
-
-
-# One cached Core statement: the SET clause comes from the parameters' keys. Built per
-# call through the ORM, each update cost ~800 us (py-spy: statement construction).
-_TOOL_CALLS: Table = ToolCall.__table__  # type: ignore[assignment] # declarative tables are Tables
-_UPDATE_TOOL_CALL = update(_TOOL_CALLS).where(_TOOL_CALLS.c.id == bindparam("row_id"))
 
 
 @dataclass
@@ -132,9 +126,7 @@ class ToolBook:
             run_id, step = self._turn.run_id, call.step
 
             async def insert_row(db: Any) -> None:
-                await db.execute(insert(ToolCall).values(**row))
-                # stepCount stays true while the run goes on (and after a crash).
-                await db.execute(update(Run).where(Run.id == run_id).values(step_count=step))
+                await run_store.insert_tool_call(db, row, run_id, step)
 
             return insert_row
         return self._coalesced_update(call.row_id, values)
@@ -152,7 +144,7 @@ class ToolBook:
         async def update_row(db: Any) -> None:
             if not taken:  # the first attempt takes the merged values; a retry reuses them
                 taken.update(self._dirty.pop(row_id))
-            await db.execute(_UPDATE_TOOL_CALL, {"row_id": row_id, **taken})
+            await run_store.update_tool_call(db, row_id, taken)
 
         return update_row
 

@@ -16,15 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import orjson
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import metrics
+from server.settings import CLEANUP_SECONDS
 from server.stream.broker import Broker
 from server.stream.frames import message_frame
-from store import Database, SessionRecord, utcnow
+from store import Database, utcnow
 from store import messages as message_store
+from store import sessions as session_store
 
 __all__ = ["Draft", "Receipt", "Writer"]
 
@@ -33,6 +35,10 @@ log = logging.getLogger("agent_sessions.writer")
 MAX_BATCH_ROWS = 2000
 MAX_PENDING_ROWS = 20000
 COMMIT_RETRIES = 5
+# One attempt runs through cancellation (shielded: what is being stored gets stored) but
+# not forever: an attempt a hung database or operation holds longer fails with
+# TimeoutError, which the retry and then the per-receipt isolation handle like any error.
+COMMIT_SECONDS = CLEANUP_SECONDS
 # While busy, a commit starts at most once per interval; an idle writer commits at once
 # and a backlog of a full batch never waits. A transaction costs ~2 ms of CPU here
 # (SQLAlchemy plus a dozen aiosqlite thread hops at ~70 µs each), so at 1 000 messages/s
@@ -193,12 +199,7 @@ class Writer:
         async with self._db.write() as db, db.begin():
             await message_store.insert_messages(db, rows)
             for session_id, (seq, when) in last.items():
-                await db.execute(
-                    update(SessionRecord)
-                    .where(SessionRecord.id == session_id)
-                    .values(last_seq=seq, updated_at=when, last_activity_at=when)
-                    .execution_options(synchronize_session=False)
-                )
+                await session_store.note_activity(db, session_id, seq, when)
             for item in batch:
                 for op in item.ops:
                     await op(db)
@@ -234,8 +235,7 @@ class Writer:
         error: BaseException | None = None
         for attempt in range(COMMIT_RETRIES):
             try:
-                with anyio.CancelScope(shield=True):
-                    await self._commit(batch)
+                await self._commit_bounded(batch)
                 error = None
                 break
             except Exception as exc:  # noqa: BLE001 - retried, then isolated
@@ -256,6 +256,10 @@ class Writer:
         if failed:
             self._drop_failed_sessions([item for item in batch if id(item) in failed])
 
+    async def _commit_bounded(self, batch: list[Receipt]) -> None:
+        with anyio.fail_after(COMMIT_SECONDS, shield=True):
+            await self._commit(batch)
+
     async def _commit_alone(self, batch: list[Receipt]) -> dict[int, BaseException]:
         """The batch keeps failing: commit each receipt in a transaction of its own, in
         order, so one bad operation fails only its own session. Once a receipt of a
@@ -267,9 +271,11 @@ class Writer:
             if item.session_id is not None and item.session_id in broken:
                 failed[id(item)] = broken[item.session_id]
                 continue
+            # Shutting down (the writer's task cancelled): stop between receipts, or a hung
+            # database would hold shutdown for one bounded attempt per receipt.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             try:
-                with anyio.CancelScope(shield=True):
-                    await self._commit([item])
+                await self._commit_bounded([item])
             except Exception as exc:  # noqa: BLE001 - reported to its waiter and session
                 log.exception(
                     "commit of one session's messages failed", extra={"session_id": item.session_id}

@@ -138,3 +138,60 @@ async def test_backpressure_waits_while_too_many_rows_are_queued(
     assert released == [True]
     assert not writer.over_capacity
     assert await stored_seqs(database) == list(range(1, 13))
+
+
+async def test_a_hung_commit_fails_its_own_receipts_and_the_writer_goes_on(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12, item 6: an attempt is bounded (COMMIT_SECONDS); one that hangs fails
+    with TimeoutError and is isolated like any failing operation."""
+    monkeypatch.setattr(writer_module, "COMMIT_SECONDS", 0.2)
+    monkeypatch.setattr(writer_module, "COMMIT_RETRIES", 2)
+    writer = Writer(database, Broker())
+    reported: list[str] = []
+    writer.on_failure = lambda sid, _error: reported.append(sid)
+    writer.open_session("s1", 0)
+    attempts = 0
+
+    async def hang(_db: AsyncSession) -> None:
+        nonlocal attempts
+        attempts += 1
+        await anyio.sleep_forever()
+
+    good = writer.submit("s1", [text(1)])
+    hung = writer.submit("s1", [text(2)], [hang])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        assert [row["seq"] for row in await good.wait()] == [1]
+        with pytest.raises(TimeoutError):
+            await hung.wait()
+        after = writer.submit("s1", [text(3)])
+        await after.wait()
+        await writer.drain()
+    assert attempts == 3  # two batch attempts, then its own
+    assert reported == ["s1"]
+    assert await stored_seqs(database) == [1, 2]  # seq 2 assigned again to the next one
+
+
+async def test_shutdown_completes_while_a_commit_hangs(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's shutdown cancels the writer's task once ``drain`` ran out of time; the
+    shielded attempt in flight ends at its bound and the writer stops (before the bound,
+    the shield kept this task group, and so shutdown, waiting forever)."""
+    monkeypatch.setattr(writer_module, "COMMIT_SECONDS", 0.2)
+    writer = Writer(database, Broker())
+    writer.open_session("s1", 0)
+    started = anyio.Event()
+
+    async def hang(_db: AsyncSession) -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    receipt = writer.submit("s1", [text(1)], [hang])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        await started.wait()
+        tg.cancel_scope.cancel()
+    assert not receipt.committed.is_set()  # abandoned, not reported as stored
+    assert await stored_seqs(database) == []

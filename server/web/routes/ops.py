@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -20,8 +19,7 @@ async def healthz(_request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     try:
-        async with app_state(request).db.read() as db:
-            await db.execute(text("SELECT 1"))
+        await app_state(request).db.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
     return JSONResponse({"status": "ready"})

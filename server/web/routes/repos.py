@@ -8,7 +8,6 @@ import stat
 import uuid
 from pathlib import Path
 
-from sqlalchemy import delete, select
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -19,7 +18,7 @@ from server.web.jsonresp import JSONResponse
 from server.web.requests import read_json, require_str, resource, uuid_param
 from server.web.state import app_state
 from server.web.views import repo_view
-from store import Repo, SessionRecord, utcnow
+from store import Repo, utcnow
 from store import repos as repo_store
 
 log = logging.getLogger("agent_sessions.security")
@@ -122,14 +121,7 @@ async def delete_repo(request: Request) -> Response:
             raise ApiError(
                 409, "repo_in_use", "The repository has active sessions; end them first."
             )
-        ids = (
-            (await db.execute(select(SessionRecord.id).where(SessionRecord.repo_id == repo_id)))
-            .scalars()
-            .all()
-        )
-        if ids:
-            await db.execute(delete(SessionRecord).where(SessionRecord.id.in_(ids)))
-        await db.delete(repo)
+        await repo_store.delete_repo(db, repo)
     return Response(status_code=204)
 
 
