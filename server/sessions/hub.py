@@ -46,7 +46,7 @@ from server.sessions.write_failure import WriteFailures
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
-from store import Database, Repo, SessionRecord, utcnow
+from store import Database, SessionRecord, utcnow
 from store import permissions as permission_store
 from store import repos as repo_store
 from store import sessions as session_store
@@ -178,9 +178,6 @@ class Hub:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def _repo_path(self, repo: Repo, session_id: str | None = None) -> Path:
-        return checked_repo_path(self.settings, repo, session_id)
-
     async def create_session(
         self,
         repo_id: str,
@@ -208,7 +205,7 @@ class Hub:
                     async with self.db.read() as db:
                         repo = await repo_store.get_repo(db, record.repo_id)
                     assert repo is not None
-                    repo_path = await self._repo_path(repo, record.id)
+                    repo_path = checked_repo_path(self.settings, repo, record.id)
                 restore = Restore(has_history=record.needs_context, mcp_servers=mcp)
                 live = await self._start_live(record, repo_path, restore)
             except AgentStartError as exc:
@@ -249,7 +246,7 @@ class Hub:
             async with self.db.read() as db:
                 repo = await repo_store.get_repo(db, record.repo_id)
             assert repo is not None
-            repo_path = await self._repo_path(repo, record.id)
+            repo_path = checked_repo_path(self.settings, repo, record.id)
             self.writer.open_session(record.id, record.last_seq)
             restore = Restore(record.agent_session_id, has_history=record.last_seq > 0)
             try:

@@ -13,6 +13,9 @@ from server.sessions.translate import Translator, block_text, tool_status
 Update = dict[str, Any]
 
 
+NO_CAPABILITIES = {"image": False, "audio": False, "embeddedContext": False}
+
+
 def text_chunk(text: str, message_id: str | None = None, **extra: Any) -> Update:
     update: Update = {
         "sessionUpdate": "agent_message_chunk",
@@ -208,7 +211,7 @@ CASES: dict[str, tuple[list[Update], list[tuple[str, dict[str, Any]]]]] = {
             ),
         ],
     ),
-    "kinds without a type of their own are kept as updates (commands, modes, titles)": (
+    "commands and modes become controls messages with the whole state; a title stays an update": (
         [
             {
                 "sessionUpdate": "available_commands_update",
@@ -221,17 +224,31 @@ CASES: dict[str, tuple[list[Update], list[tuple[str, dict[str, Any]]]]] = {
             (
                 "system",
                 {
-                    "type": "update",
-                    "sessionUpdate": "available_commands_update",
-                    "data": {"availableCommands": [{"name": "init", "description": "Set up"}]},
+                    "type": "controls",
+                    "change": "commands",
+                    "by": "agent",
+                    "controls": {
+                        "modes": None,
+                        "config": [],
+                        "commands": [{"name": "init", "description": "Set up", "inputHint": None}],
+                        "promptCapabilities": NO_CAPABILITIES,
+                        "mcpServers": [],
+                    },
                 },
             ),
             (
                 "system",
                 {
-                    "type": "update",
-                    "sessionUpdate": "current_mode_update",
-                    "data": {"currentModeId": "plan"},
+                    "type": "controls",
+                    "change": "mode",
+                    "by": "agent",
+                    "controls": {
+                        "modes": {"currentModeId": "plan", "available": []},
+                        "config": [],
+                        "commands": [{"name": "init", "description": "Set up", "inputHint": None}],
+                        "promptCapabilities": NO_CAPABILITIES,
+                        "mcpServers": [],
+                    },
                 },
             ),
             (
