@@ -120,6 +120,10 @@ def _file(
         raise Forbidden(
             "path_outside_workspace", "The file is outside the session's workspace."
         ) from None
+    except WorkspaceError as exc:  # a name or path longer than the file system allows
+        raise Invalid(
+            f"content[{index}].path is not a usable path ({exc.reason}).", reason=exc.reason
+        ) from None
     if not real.is_file():
         raise Invalid(f"content[{index}].path {path!r} is not a file of the workspace.")
     uri = real.as_uri()

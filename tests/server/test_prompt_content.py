@@ -17,8 +17,7 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.settings import Settings
-from tests.helpers import demo_command, messages, run_ended, wait_for_message
-from tests.server.test_api_repos import assert_error
+from tests.helpers import assert_error, demo_command, messages, run_ended, wait_for_message
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(40))
 GIF = b"GIF89a" + bytes(30)
@@ -144,6 +143,14 @@ def test_refusals_store_nothing(
         ({"content": [{"type": "file", "path": "missing.txt"}]}, 422, "validation_error"),
         ({"content": [{"type": "file", "path": "README.md", "line": 0}]}, 422, "validation_error"),
         ({"content": [{"type": "text", "text": "  "}]}, 422, "validation_error"),
+        # over-long paths (issue 17, item 1): a clear 4xx, inside the root or out of it
+        ({"content": [{"type": "file", "path": "a" * 5000}]}, 422, "validation_error"),
+        ({"content": [{"type": "file", "path": "a/" * 3000 + "x"}]}, 422, "validation_error"),
+        (
+            {"content": [{"type": "file", "path": "../" + "a" * 5000}]},
+            403,
+            "path_outside_workspace",
+        ),
     ]
     with caplog.at_level(logging.WARNING, logger="agent_sessions.security"):
         for body, status, code in cases:
