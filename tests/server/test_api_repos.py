@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -146,6 +147,30 @@ def test_register_twice_is_409(client: TestClient, workspace_root: Path) -> None
             client.post("/api/repos", json={"path": spelling}), 409, "repo_already_registered"
         )
     assert sum(r["name"] == "plain" for r in client.get("/api/repos").json()["repos"]) == 1
+
+
+@pytest.mark.anyio
+async def test_racing_registrations_of_one_path_give_one_201_and_409s(
+    live_server: Callable[..., Any], workspace_root: Path
+) -> None:
+    # On PostgreSQL (the second pass) the check and the insert of racing requests can
+    # interleave; the unique path then decides, and the loser is a 409 too, never a 500.
+    (workspace_root / "raced").mkdir()
+    server = live_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        answers = []
+
+        async def register() -> None:
+            answers.append(await http.post("/api/repos", json={"path": "raced"}))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(30):
+                tg.start_soon(register)
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [201] + [409] * 29, [a.text for a in answers if a.status_code >= 500]
+        for answer in answers:
+            if answer.status_code == 409:
+                assert answer.json()["error"]["code"] == "repo_already_registered"
 
 
 def test_register_invalid_json_is_400(client: TestClient) -> None:

@@ -8,6 +8,7 @@ import stat
 import uuid
 from pathlib import Path
 
+from sqlalchemy.exc import IntegrityError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -66,15 +67,16 @@ async def register_repo(request: Request, path: Path, name: str | None) -> Repo:
         is_git_repo=(path / ".git").exists(),
         created_at=utcnow(),
     )
-    async with state.db.write() as db, db.begin():
-        if await repo_store.get_repo_by_path(db, str(path)) is not None:
-            raise ApiError(
-                409,
-                "repo_already_registered",
-                "This directory is already registered.",
-                {"path": str(path)},
-            )
-        await repo_store.add_repo(db, repo)
+    already = ApiError(
+        409, "repo_already_registered", "This directory is already registered.", {"path": str(path)}
+    )
+    try:
+        async with state.db.write() as db, db.begin():
+            if await repo_store.get_repo_by_path(db, str(path)) is not None:
+                raise already
+            await repo_store.add_repo(db, repo)
+    except IntegrityError:  # another node (or request) registered it between check and insert
+        raise already from None
     return repo
 
 
