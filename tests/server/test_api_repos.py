@@ -294,7 +294,14 @@ def test_agents_default_only(client: TestClient, settings: Settings) -> None:
     response = client.get("/api/agents")
     assert response.status_code == 200
     assert response.json() == {
-        "agents": [{"id": "default", "command": settings.agent_command, "default": True}]
+        "agents": [
+            {
+                "id": "default",
+                "command": settings.agent_command,
+                "default": True,
+                "mcpServers": [],
+            }
+        ]
     }
     assert "agent_bridge.demo_agent" in settings.agent_command
 
