@@ -37,7 +37,6 @@ from server.sessions.errors import (
 from server.sessions.handshake import Restore
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
-from server.sessions.prompt_content import PromptContent
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision import KeyedLocks, process_owner, start_error
@@ -277,7 +276,7 @@ class Hub:
         step_base: int = 0,
         resumed_from: str | None = None,
         parent_run_id: str | None | EllipsisType = ...,  # ...: the session's own
-        content: PromptContent | None = None,  # a prompt of blocks (images, files), checked
+        content: Any = None,  # a checked prompt_content.PromptContent (images, files)
     ) -> str:
         live = await self.active_live(session_id)
         return await live.start_turn(
