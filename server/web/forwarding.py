@@ -60,7 +60,7 @@ class ForwardingMiddleware:
             scope["type"] != "http"
             or cluster is None
             or not cluster.enabled
-            or scope["method"] not in ("POST", "DELETE")
+            or scope["method"] not in ("POST", "PUT", "DELETE")
         ):
             await self.app(scope, receive, send)
             return

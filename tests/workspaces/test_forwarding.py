@@ -15,7 +15,14 @@ SID = "0badc0de-0000-4000-8000-000000000000"
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("method", "suffix"),
-    [("GET", "changes"), ("POST", "commit"), ("POST", "merge"), ("DELETE", "worktree")],
+    [
+        ("GET", "changes"),
+        ("POST", "commit"),
+        ("POST", "merge"),
+        ("DELETE", "worktree"),
+        ("PUT", "mode"),  # controls: the owner's agent is the one to switch
+        ("PUT", "config/model"),
+    ],
 )
 async def test_workspace_operations_are_forwarded_to_the_owner(method: str, suffix: str) -> None:
     cluster: Any = None  # session paths never ask the cluster

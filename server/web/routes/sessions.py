@@ -13,7 +13,6 @@ from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
 from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
-from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
     check_uuid,
@@ -58,14 +57,6 @@ async def session_json(
             )
             view["messages"] = [message_view(m) for m in rows]
     return view
-
-
-def prompt_text(body: dict[str, object], limit: int) -> str:
-    text = require_str(body, "text")
-    assert text is not None
-    if len(text.encode()) > limit:
-        raise ApiError.too_large("prompt", limit)
-    return text
 
 
 async def create_session(request: Request) -> Response:
