@@ -27,4 +27,4 @@ SID = "0badc0de-0000-4000-8000-000000000000"
 async def test_workspace_operations_are_forwarded_to_the_owner(method: str, suffix: str) -> None:
     cluster: Any = None  # session paths never ask the cluster
     assert await command_target(cluster, method, f"/api/sessions/{SID}/{suffix}") == SID
-    assert await command_target(cluster, method, f"/api/sessions/{SID}/{suffix}x") is None
+    assert await command_target(cluster, method, f"/api/sessions/{SID}/{suffix}/x") is None
