@@ -56,10 +56,13 @@ def check_answers(got: list[dict[str, Any]], drawn: Traffic) -> None:
             assert answer["error"]["code"] in (-32700, -32600), answer
 
 
-def wait_for(predicate: Any, what: str, timeout: float = 30) -> None:
+def wait_for(predicate: Any, what: Any, timeout: float = 30) -> None:
+    """``what`` says what is awaited: a string, or a callable read only on failure."""
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"
+        if time.monotonic() >= deadline:
+            said = what() if callable(what) else what
+            raise AssertionError(f"{said} did not happen within {timeout} s")
         time.sleep(0.01)  # polling a subprocess and a database, not standing in for one
 
 
@@ -116,11 +119,23 @@ def test_acp_client_answers_every_request(tmp_path: Path) -> None:
     run()
 
 
+def tail(client: TestClient, sid: str) -> list[Any]:
+    """The session's last few messages, for a failure's explanation."""
+    return [m["content"] for m in messages(client, sid)[-5:]]
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
+)
 def test_server_survives_arbitrary_agent_traffic(make_settings, tmp_path: Path) -> None:
     """Through the real server (the app in-process, real agent subprocesses)."""
     folder = tmp_path / "agent"
     command = raw_agent(folder, [])
-    app = create_app(make_settings(AGENT_COMMAND=command, PERMISSION_TIMEOUT=0.2))
+    # A limit no example reaches: a failing example must not fail the next ones (while
+    # hypothesis shrinks) with session_limit_reached instead of its own error.
+    app = create_app(
+        make_settings(AGENT_COMMAND=command, PERMISSION_TIMEOUT=0.2, MAX_CONCURRENT_SESSIONS=50)
+    )
     with TestClient(app) as client:  # raises what would be a 500
         repo = client.get("/api/repos").json()["repos"][0]["id"]
 
@@ -131,16 +146,19 @@ def test_server_survives_arbitrary_agent_traffic(make_settings, tmp_path: Path) 
             (folder / "script.json").write_text(json.dumps([[*steps, {"await": lines.ids}]]))
             (folder / "received.log").write_bytes(b"")
             sid = create_session(client, repo)["id"]
-            run_id = prompt(client, sid, "go")
+            try:
+                run_id = prompt(client, sid, "go")
 
-            def run_ended() -> bool:
-                return client.get(f"/api/agent-runs/{run_id}").json()["status"] != "running"
+                def run_ended() -> bool:
+                    return client.get(f"/api/agent-runs/{run_id}").json()["status"] != "running"
 
-            wait_for(run_ended, "the run's end")
-            assert client.get(f"/api/agent-runs/{run_id}").json()["status"] == "completed"
-            assert client.get(f"/api/sessions/{sid}").json()["status"] == "active"
-            done = client.post(f"/api/sessions/{sid}/complete")
-            assert done.status_code == 200, done.text
+                wait_for(run_ended, lambda: f"the run's end (last messages: {tail(client, sid)})")
+                assert client.get(f"/api/agent-runs/{run_id}").json()["status"] == "completed"
+                assert client.get(f"/api/sessions/{sid}").json()["status"] == "active"
+                done = client.post(f"/api/sessions/{sid}/complete")
+                assert done.status_code == 200, done.text
+            finally:  # whatever happened, this example's agent goes (idempotent when done)
+                client.delete(f"/api/sessions/{sid}")
             check_answers(answers(folder), lines)
             seqs = [m["seq"] for m in messages(client, sid)]
             assert seqs == list(range(1, len(seqs) + 1))
