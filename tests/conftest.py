@@ -31,6 +31,7 @@ from server.app import create_app
 from server.settings import Settings, load_settings
 from store import Database, Repo, open_database, upgrade
 from store import repos as repo_store
+from tests.helpers import demo_command
 
 # Starlette's TestClient sends ``Host: testserver``, which ALLOWED_HOSTS rightly refuses;
 # the tests' clients speak as a local browser does (``Host: localhost``), in one place.
@@ -157,6 +158,24 @@ def make_settings(tmp_path: Path, workspace_root: Path) -> Callable[..., Setting
         return load_settings(settings_env(tmp_path, workspace_root, **env), env_file=None)
 
     return make
+
+
+@pytest.fixture
+def make_client(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., TestClient]]:
+    """In-process apps with the demo agent: ``make_client(demo_env, **settings)``; each
+    client is entered now and closed when the test ends."""
+    clients: list[TestClient] = []
+
+    def make(demo_env: dict[str, str] | None = None, **env: Any) -> TestClient:
+        settings = make_settings(AGENT_COMMAND=demo_command(**(demo_env or {})), **env)
+        client = TestClient(create_app(settings))
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
 
 
 @pytest.fixture

@@ -167,6 +167,26 @@ async def _close_websocket(receive: Receive, send: Send, code: int, reason: str)
     await send({"type": "websocket.close", "code": code, "reason": reason})
 
 
+async def _refuse(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    logged: tuple[str, str],
+    status: tuple[int, str],
+    message: str,
+    details: dict[str, str],
+) -> None:
+    """Log a refusal on the security logger, then close a WebSocket with 4403 or answer
+    an HTTP request with the error body (``status`` is the HTTP status and code)."""
+    text, event = logged
+    extra = {"event": event, **details, "path": scope["path"], "client": _client(scope)}
+    log.warning(text, extra=extra)
+    if scope["type"] == "websocket":
+        await _close_websocket(receive, send, CLOSE_FORBIDDEN, event.replace("_", " "))
+        return
+    await error_response(*status, message, details)(scope, receive, send)
+
+
 def host_name(value: str) -> str:
     """The host of a ``Host`` header value, lower-cased, without port or brackets."""
     value = value.strip().lower()
@@ -194,26 +214,16 @@ class HostMiddleware:
         if not hosts or (len(hosts) == 1 and host_name(hosts[0]) in self.accepted):
             await self.app(scope, receive, send)
             return
-        host = ", ".join(hosts)
-        log.warning(
-            "refused a request for a host this server does not serve",
-            extra={
-                "event": "host_not_allowed",
-                "host": host[:200],
-                "path": scope["path"],
-                "client": _client(scope),
-            },
-        )
-        if kind == "websocket":
-            await _close_websocket(receive, send, CLOSE_FORBIDDEN, "host not allowed")
-            return
-        response = error_response(
-            421,
-            "misdirected_request",
+        host = ", ".join(hosts)[:200]
+        await _refuse(
+            scope,
+            receive,
+            send,
+            ("refused a request for a host this server does not serve", "host_not_allowed"),
+            (421, "misdirected_request"),
             "This server does not answer for that host name (see ALLOWED_HOSTS).",
-            {"host": host[:200]},
+            {"host": host},
         )
-        await response(scope, receive, send)
 
 
 # The UI is same-origin ES modules and one stylesheet: nothing inline, nothing foreign,
@@ -304,25 +314,15 @@ class OriginMiddleware:
             await self.app(scope, receive, send)
             return
         origin = ", ".join(conn.headers.getlist("origin"))
-        log.warning(
-            "refused a request from a forbidden origin",
-            extra={
-                "event": "forbidden_origin",
-                "origin": origin,
-                "path": scope["path"],
-                "client": _client(scope),
-            },
-        )
-        if kind == "websocket":
-            await _close_websocket(receive, send, CLOSE_FORBIDDEN, "forbidden origin")
-            return
-        response = error_response(
-            403,
-            "forbidden_origin",
+        await _refuse(
+            scope,
+            receive,
+            send,
+            ("refused a request from a forbidden origin", "forbidden_origin"),
+            (403, "forbidden_origin"),
             "Requests from this origin are not allowed.",
             {"origin": origin},
         )
-        await response(scope, receive, send)
 
 
 class BodyLimitMiddleware:

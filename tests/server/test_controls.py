@@ -4,35 +4,14 @@ agent (a real subprocess), through the TestClient."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 import httpx
-import pytest
 from starlette.testclient import TestClient
 
-from server.app import create_app
-from server.settings import Settings
-from tests.helpers import demo_command, messages, prompt, run_ended, wait_for_message
+from tests.helpers import messages, prompt, run_ended, wait_for_message
 from tests.server.test_api_repos import assert_error
-
-
-@pytest.fixture
-def make_client(
-    make_settings: Callable[..., Settings],
-) -> Iterator[Callable[..., TestClient]]:
-    clients: list[TestClient] = []
-
-    def make(**demo_env: str) -> TestClient:
-        settings = make_settings(AGENT_COMMAND=demo_command(**demo_env))
-        client = TestClient(create_app(settings))
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
 
 
 def repo_id(client: TestClient) -> str:
@@ -147,7 +126,7 @@ def test_rejections_change_nothing(make_client: Callable[..., TestClient]) -> No
 
 
 def test_agent_without_modes(make_client: Callable[..., TestClient]) -> None:
-    client = make_client(DEMO_AGENT_MODE="no-controls")
+    client = make_client({"DEMO_AGENT_MODE": "no-controls"})
     session = new_session(client)
     assert session["controls"]["modes"] is None and session["controls"]["config"] == []
     sid = session["id"]
@@ -162,7 +141,7 @@ def test_agent_without_modes(make_client: Callable[..., TestClient]) -> None:
 
 
 def test_legacy_models_block(make_client: Callable[..., TestClient]) -> None:
-    client = make_client(DEMO_AGENT_MODE="legacy-models")
+    client = make_client({"DEMO_AGENT_MODE": "legacy-models"})
     session = new_session(client)
     model = option(session["controls"], "model")
     assert model["currentValue"] == "demo-small" and model["category"] == "model"
@@ -213,7 +192,7 @@ def test_kept_across_rewind_and_fork(make_client: Callable[..., TestClient]) -> 
 def test_kept_across_load(make_client: Callable[..., TestClient], tmp_path: Any) -> None:
     state = tmp_path / "agent-state"
     state.mkdir()
-    client = make_client(DEMO_AGENT_LOAD="1", DEMO_AGENT_STATE_DIR=str(state))
+    client = make_client({"DEMO_AGENT_LOAD": "1", "DEMO_AGENT_STATE_DIR": str(state)})
     sid = new_session(client)["id"]
     assert client.put(f"/api/sessions/{sid}/mode", json={"modeId": "ask"}).status_code == 200
     assert answer_of(client, sid, "one").startswith("[ask mode]")

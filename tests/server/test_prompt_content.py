@@ -8,16 +8,14 @@ import base64
 import hashlib
 import logging
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from server.app import create_app
-from server.settings import Settings
-from tests.helpers import assert_error, demo_command, messages, run_ended, wait_for_message
+from tests.helpers import assert_error, messages, run_ended, wait_for_message
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(40))
 GIF = b"GIF89a" + bytes(30)
@@ -25,22 +23,6 @@ GIF = b"GIF89a" + bytes(30)
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def make_client(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., TestClient]]:
-    clients: list[TestClient] = []
-
-    def make(demo_env: dict[str, str] | None = None, **env: Any) -> TestClient:
-        settings = make_settings(AGENT_COMMAND=demo_command(**(demo_env or {})), **env)
-        client = TestClient(create_app(settings))
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
 
 
 def session_of(client: TestClient) -> str:
