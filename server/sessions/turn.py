@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 
-from store import runs as run_store
 from store import utcnow
+from store.hot_writes import ToolCallInsert, ToolCallUpdate
 
 __all__ = ["PendingPermission", "ToolBook", "Turn"]
 
@@ -122,13 +122,7 @@ class ToolBook:
             values["duration_ms"] = call.duration_ms(now)
             values["completed_at"] = utcnow()
         if insert_values is not None:
-            row = {**insert_values, **values}
-            run_id, step = self._turn.run_id, call.step
-
-            async def insert_row(db: Any) -> None:
-                await run_store.insert_tool_call(db, row, run_id, step)
-
-            return insert_row
+            return ToolCallInsert({**insert_values, **values}, self._turn.run_id, call.step)
         return self._coalesced_update(call.row_id, values)
 
     def _coalesced_update(self, row_id: str, values: dict[str, Any]) -> Any:
@@ -141,12 +135,12 @@ class ToolBook:
         self._dirty[row_id] = dict(values)
         taken: dict[str, Any] = {}
 
-        async def update_row(db: Any) -> None:
+        def take() -> dict[str, Any]:
             if not taken:  # the first attempt takes the merged values; a retry reuses them
                 taken.update(self._dirty.pop(row_id))
-            await run_store.update_tool_call(db, row_id, taken)
+            return taken
 
-        return update_row
+        return ToolCallUpdate(row_id, take)
 
     def _new_call(self, call_id: str, now: float) -> _Call:
         call = _Call(str(uuid.uuid4()), self._turn.step_base + len(self._calls) + 1, now)

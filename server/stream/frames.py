@@ -10,7 +10,7 @@ import orjson
 
 from store import Message
 
-__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view"]
+__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view", "stored_frame"]
 
 
 def iso(value: datetime | None) -> str | None:
@@ -56,6 +56,27 @@ def _message_row(message: Message) -> dict[str, Any]:
 def message_frame(message: Message | dict[str, Any]) -> str:
     """The ``message`` frame for one stored message, encoded once for every viewer."""
     return orjson.dumps({"type": "message", "message": message_view(message)}).decode()
+
+
+def stored_frame(row: dict[str, Any]) -> str:
+    """The ``message`` frame of a row the writer just stored: its content is the JSON
+    text stored, copied into the frame as it is (encoded once, for the database and for
+    every viewer)."""
+    return orjson.dumps(
+        {
+            "type": "message",
+            "message": {
+                "id": row["id"],
+                "sessionId": row["session_id"],
+                "runId": row["run_id"],
+                "seq": row["seq"],
+                "role": row["role"],
+                "content": orjson.Fragment(row["content"]),
+                "stepNumber": row["step_number"],
+                "timestamp": iso(row["created_at"]),
+            },
+        }
+    ).decode()
 
 
 def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:

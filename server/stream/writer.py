@@ -8,7 +8,6 @@ after its transaction committed. ``submit`` assigns each session's ``seq`` in ca
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,18 +16,21 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import metrics
 from server.settings import CLEANUP_SECONDS
 from server.stream.broker import Broker
-from server.stream.frames import message_frame
+from server.stream.frames import stored_frame
+from server.stream.ids import new_id
 from store import Database, utcnow
 from store import messages as message_store
 from store import sessions as session_store
+from store.hot_writes import HOT_OPS, HotBatch, hot_writer_for
 
-__all__ = ["Draft", "Receipt", "Writer"]
+__all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
 log = logging.getLogger("agent_sessions.writer")
 
@@ -109,6 +111,9 @@ class Writer:
         self._db = database
         self._broker = broker
         self._notify = notify
+        # The group commit's own connection and thread (SQLite files; None: SQLAlchemy).
+        self._hot = hot_writer_for(database.url)
+        self._hot_thread = anyio.CapacityLimiter(1)
         self._queue: deque[Receipt] = deque()
         self._pending_rows = 0
         self._wake = anyio.Event()
@@ -154,8 +159,8 @@ class Writer:
                         "type": content.get("type", "update"),
                         "partial": bool(content.get("partial", False)),
                         "dropped": False,
-                        "content": _encoded(content),
-                        "raw": None if draft.raw is None else _encoded(draft.raw),
+                        "content": orjson.dumps(content).decode(),
+                        "raw": None if draft.raw is None else orjson.dumps(draft.raw).decode(),
                         "created_at": now,
                     }
                 )
@@ -190,7 +195,14 @@ class Writer:
         return batch
 
     async def _commit(self, batch: list[Receipt]) -> None:
-        rows = [row for item in batch for row in item.rows]
+        hot = self._hot_batch(batch)
+        if hot is not None:
+            assert self._hot is not None
+            if not (hot.messages or hot.tools):
+                return  # nothing to write (a receipt only waited for what came before)
+            await anyio.to_thread.run_sync(self._hot.commit, hot, limiter=self._hot_thread)
+            return
+        rows = [_encoded(row) for item in batch for row in item.rows]
         last: dict[str, tuple[int, Any]] = {}
         first: dict[str, int] = {}
         for row in rows:
@@ -206,11 +218,47 @@ class Writer:
             if self._notify is not None and last:
                 await self._notify(db, {sid: (first[sid], seq) for sid, (seq, _) in last.items()})
 
+    def _hot_batch(self, batch: list[Receipt]) -> HotBatch | None:
+        """The batch for the hot path, or None when it must go through SQLAlchemy (no hot
+        path for this database, a cluster NOTIFY, or an op the hot path does not know)."""
+        if self._hot is None or self._notify is not None:
+            return None
+        hot = HotBatch()
+        messages, activity, tools = hot.messages, hot.activity, hot.tools
+        for item in batch:
+            for op in item.ops:
+                if not isinstance(op, HOT_OPS):
+                    return None
+                tools.append(op)
+            for row in item.rows:
+                messages.append(
+                    (
+                        row["id"],
+                        row["session_id"],
+                        row["seq"],
+                        row["run_id"],
+                        row["step_number"],
+                        row["role"],
+                        row["type"],
+                        row["partial"],
+                        row["dropped"],
+                        row["content"],
+                        row["raw"],
+                        row["created_at"],
+                    )
+                )
+            if item.rows:
+                last = item.rows[-1]
+                activity[last["session_id"]] = (last["seq"], last["created_at"])
+        return hot
+
     async def run(self) -> None:
         """The commit loop; runs for the lifetime of the app."""
         try:
             await self._loop()
         finally:
+            if self._hot is not None:
+                self._hot.close()
             self._stopped.set()
 
     async def _loop(self) -> None:
@@ -327,50 +375,18 @@ def _frames(rows: list[dict[str, Any]]) -> dict[str, list[tuple[int, str]]]:
     """The WebSocket frame of each row, per session, in seq order."""
     frames: dict[str, list[tuple[int, str]]] = {}
     for row in rows:
-        frame = message_frame(row)
+        frame = stored_frame(row)
         frames.setdefault(row["session_id"], []).append((row["seq"], frame))
     return frames
 
 
-def _encoded(value: dict[str, Any]) -> orjson.Fragment:
-    """``value`` as JSON, encoded once at submit: the insert (the engine's serializer is
-    orjson, which copies a Fragment verbatim) and the WebSocket frame both reuse these
-    bytes, and the dicts are freed now instead of staying queued until the commit
-    (fewer live objects: the cyclic GC was most of the hot path's CPU under a flood)."""
-    return orjson.Fragment(orjson.dumps(value))
-
-
-_VERSION_7 = (0x7 << 76) | (0x2 << 62)  # version and variant bits
-_random = bytearray()  # used from the event loop's thread only
-_last_millis = 0  # the timestamp of the last id, and its 12-bit counter (rand_a)
-_counter = 0
-
-
-def new_id() -> str:
-    """A UUID version 7 string (RFC 9562): a 48-bit Unix time in milliseconds, then 74
-    random bits. Messages are the one table that grows without end; ids in time order
-    keep its primary-key index appending at its right edge, where random (version 4)
-    ids touched a random leaf page per row: as the table grew, each batch of a flood
-    dirtied thousands of pages (WAL writes, cache misses; the store thread's CPU per
-    row doubled over 160 000 rows). Random bits come from the OS 4 KiB at a time.
-
-    Monotonic (RFC 9562, 6.2 method 1): within one millisecond the 12 bits after the
-    timestamp count up from a random start below 2048; when they run out, or the clock
-    steps back, the timestamp moves on from the last one, so each id sorts after the one
-    before it."""
-    global _random, _last_millis, _counter
-    if not _random:
-        _random = bytearray(os.urandom(4096))
-    bits = int.from_bytes(_random[-10:])
-    del _random[-10:]
-    millis = time.time_ns() // 1_000_000
-    if millis > _last_millis:
-        _last_millis, _counter = millis, bits >> 62 & 0x7FF
-    else:
-        _counter += 1
-        if _counter > 0xFFF:
-            _last_millis, _counter = _last_millis + 1, 0
-        millis = _last_millis
-    n = millis << 80 | _counter << 64 | (bits & (1 << 62) - 1) | _VERSION_7
-    h = f"{n:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+def _encoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for SQLAlchemy's insert: its JSON text (encoded once at submit, so the dicts
+    are freed at once: fewer live objects, less cyclic GC) as Fragments, which the
+    engine's serializer (orjson) copies verbatim."""
+    raw = row["raw"]
+    return {
+        **row,
+        "content": orjson.Fragment(row["content"]),
+        "raw": None if raw is None else orjson.Fragment(raw),
+    }

@@ -206,6 +206,9 @@ async def resume(request: Request) -> Response:
     async with state.db.read() as db:
         new_run = await run_store.get_run(db, new_id)
     assert new_run is not None
+    # The run as accepted, at the step it starts from: its first tool calls may already
+    # be stored (the writer commits within a millisecond or two of them).
+    new_run.step_count = steps
     return JSONResponse(run_view(new_run), status_code=202)
 
 
