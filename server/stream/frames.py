@@ -53,12 +53,13 @@ def _message_row(message: Message) -> dict[str, Any]:
     }
 
 
-def message_frame(message: Message | dict[str, Any]) -> str:
-    """The ``message`` frame for one stored message, encoded once for every viewer."""
-    return orjson.dumps({"type": "message", "message": message_view(message)}).decode()
+def message_frame(message: Message | dict[str, Any]) -> bytes:
+    """The ``message`` frame for one stored message (UTF-8 JSON text), encoded once for
+    every viewer."""
+    return orjson.dumps({"type": "message", "message": message_view(message)})
 
 
-def stored_frame(row: dict[str, Any]) -> str:
+def stored_frame(row: dict[str, Any]) -> bytes:
     """The ``message`` frame of a row the writer just stored: its content is the JSON
     text stored, copied into the frame as it is (encoded once, for the database and for
     every viewer)."""
@@ -76,7 +77,7 @@ def stored_frame(row: dict[str, Any]) -> str:
                 "timestamp": iso(row["created_at"]),
             },
         }
-    ).decode()
+    )
 
 
 def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:

@@ -371,9 +371,9 @@ class Writer:
         await self._stopped.wait()
 
 
-def _frames(rows: list[dict[str, Any]]) -> dict[str, list[tuple[int, str]]]:
+def _frames(rows: list[dict[str, Any]]) -> dict[str, list[tuple[int, bytes]]]:
     """The WebSocket frame of each row, per session, in seq order."""
-    frames: dict[str, list[tuple[int, str]]] = {}
+    frames: dict[str, list[tuple[int, bytes]]] = {}
     for row in rows:
         frame = stored_frame(row)
         frames.setdefault(row["session_id"], []).append((row["seq"], frame))

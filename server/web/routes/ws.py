@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 
 import anyio
@@ -19,6 +20,7 @@ from server.web.routes.controls import controls_command
 from server.web.routes.prompts import submit_prompt
 from server.web.routes.sessions import session_json
 from server.web.state import AppState, app_state
+from server.web.ws_sender import FrameSender
 from store import messages as message_store
 
 log = logging.getLogger("agent_sessions.ws")
@@ -54,10 +56,11 @@ async def stream(websocket: WebSocket) -> None:
                 }
             )
         )
-        cursor = await _replay(websocket, state, record.id, after)
+        sender = FrameSender(websocket)
+        cursor = await _replay(sender, state, record.id, after)
         await websocket.send_text('{"type":"live"}')
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_send_live, websocket, sub, cursor, tg.cancel_scope)
+            tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
             await _receive_commands(websocket, state, record.id)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
@@ -76,21 +79,23 @@ def _uuid(raw: str) -> str:
         raise ApiError.not_found("session", raw) from None
 
 
-async def _replay(websocket: WebSocket, state: AppState, session_id: str, after: int) -> int:
+async def _replay(sender: FrameSender, state: AppState, session_id: str, after: int) -> int:
     cursor = after
     while True:
         async with state.db.read() as db:
             rows = await message_store.list_messages(
                 db, session_id, message_store.MessageFilter(after=cursor), limit=REPLAY_PAGE
             )
-        for row in rows:
-            await websocket.send_text(message_frame(row))
-            cursor = row.seq
+        if rows:
+            await sender.send([message_frame(row) for row in rows])
+            cursor = rows[-1].seq
         if len(rows) < REPLAY_PAGE:
             return cursor
 
 
-async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.CancelScope) -> None:
+async def _send_live(
+    websocket: WebSocket, sender: FrameSender, sub: Any, cursor: int, scope: anyio.CancelScope
+) -> None:
     try:
         while True:
             frames = await sub.wait_frames()
@@ -102,10 +107,11 @@ async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.C
                 else:
                     await websocket.close(1001, "server shutting down")
                 break
-            for seq, frame in frames:
-                if seq > cursor:
-                    await websocket.send_text(frame)
-                    cursor = seq
+            if frames[0][0] <= cursor:  # some were replayed already
+                frames = deque((seq, frame) for seq, frame in frames if seq > cursor)
+            if frames:
+                await sender.send([frame for _seq, frame in frames])
+                cursor = frames[-1][0]
     except (WebSocketDisconnect, RuntimeError, OSError):
         pass
     scope.cancel()
