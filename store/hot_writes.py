@@ -20,8 +20,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
+import anyio
+import anyio.to_thread
 import orjson
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,11 +34,14 @@ from store.models import ToolCall
 
 __all__ = [
     "HotBatch",
+    "HotWriter",
     "MessageRow",
     "SqliteHotWriter",
     "ToolCallInsert",
     "ToolCallUpdate",
     "hot_writer_for",
+    "message_dict",
+    "sqlite_stamp",
 ]
 
 # The columns of a message row, in the order of ``MessageRow``.
@@ -51,10 +56,22 @@ _JSON_COLUMNS = frozenset({"input", "output"})
 _TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 
 # (id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,
-# created_at): content and raw already JSON text, created_at a UTC datetime.
-MessageRow = tuple[
-    str, str, int, str | None, int | None, str, str, bool, bool, str, str | None, datetime
-]
+# created_at): partial and dropped 0/1, content and raw JSON text, created_at the text
+# of sqlite_stamp: exactly the values SQLAlchemy binds on SQLite.
+MessageRow = tuple[str, str, int, str | None, int | None, str, str, int, int, str, str | None, str]
+_ROW_KEYS = (
+    "id",
+    "session_id",
+    "seq",
+    "run_id",
+    "step_number",
+    "role",
+    "type",
+    "partial",
+    "dropped",
+    "content",
+    "raw",
+)
 
 
 class ToolCallInsert:
@@ -94,11 +111,21 @@ class HotBatch:
     """One transaction's worth: message rows, each session's last (seq, time), tool ops."""
 
     messages: list[MessageRow] = field(default_factory=list)
-    activity: dict[str, tuple[int, datetime]] = field(default_factory=dict)
+    activity: dict[str, tuple[int, str]] = field(default_factory=dict)  # seq, stamp
+    stamps: dict[str, datetime] = field(default_factory=dict)  # stamp -> its datetime
     tools: list[ToolCallInsert | ToolCallUpdate] = field(default_factory=list)
 
 
-def _stamp(value: datetime) -> str:
+def message_dict(row: MessageRow, created_at: datetime) -> dict[str, Any]:
+    """``row`` by column name (content and raw still JSON text), stamped ``created_at``."""
+    values: dict[str, Any] = dict(zip(_ROW_KEYS, row, strict=False))
+    values["partial"] = bool(row[7])
+    values["dropped"] = bool(row[8])
+    values["created_at"] = created_at
+    return values
+
+
+def sqlite_stamp(value: datetime) -> str:
     """SQLAlchemy's SQLite text for a UTC datetime (its DATETIME storage format)."""
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
@@ -114,7 +141,7 @@ def _sqlite_value(column: str, value: Any) -> Any:
     if column in _JSON_COLUMNS:
         return orjson.dumps(value).decode()
     if isinstance(value, datetime):
-        return _stamp(value)
+        return sqlite_stamp(value)
     return value
 
 
@@ -126,6 +153,7 @@ class SqliteHotWriter:
         self._path = path
         self._conn: sqlite3.Connection | None = None
         self._statements: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._thread = anyio.CapacityLimiter(1)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -138,31 +166,25 @@ class SqliteHotWriter:
             self._conn = conn
         return self._conn
 
-    def commit(self, batch: HotBatch) -> None:
+    async def commit(self, batch: HotBatch, announce: tuple[str, list[str]] | None) -> None:
+        """Write ``batch`` on the writer's thread (no NOTIFY on SQLite: ``announce`` is
+        None)."""
+        assert announce is None
+        await anyio.to_thread.run_sync(self.commit_sync, batch, limiter=self._thread)
+
+    def commit_sync(self, batch: HotBatch) -> None:
         """Write ``batch`` in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``); on any
         error roll back and raise."""
         conn = self._connection()
-        stamps: dict[datetime, str] = {}
-
-        def stamp(value: datetime) -> str:
-            text = stamps.get(value)
-            if text is None:
-                text = stamps[value] = _stamp(value)
-            return text
-
-        rows = [
-            (i, s, q, r, n, ro, t, int(p), int(d), c, w, stamp(at))
-            for (i, s, q, r, n, ro, t, p, d, c, w, at) in batch.messages
-        ]
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if rows:
-                conn.executemany(_INSERT_MESSAGES, rows)
+            if batch.messages:
+                conn.executemany(_INSERT_MESSAGES, batch.messages)
             if batch.activity:
                 conn.executemany(
                     _NOTE_ACTIVITY,
                     [
-                        (seq, stamp(when), stamp(when), session_id)
+                        (seq, when, when, session_id)
                         for session_id, (seq, when) in batch.activity.items()
                     ],
                 )
@@ -215,16 +237,26 @@ class SqliteHotWriter:
         self._statements[key] = text
         return text
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
 
-def hot_writer_for(url: str) -> SqliteHotWriter | None:
-    """The hot path for a database URL: a file SQLite database gets one; anything else
-    (an in-memory database, PostgreSQL for now) stays on SQLAlchemy."""
+class HotWriter(Protocol):
+    async def commit(self, batch: HotBatch, announce: tuple[str, list[str]] | None) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def hot_writer_for(url: str) -> HotWriter | None:
+    """The hot path for a database URL: PostgreSQL (asyncpg) and a file SQLite database
+    get one; anything else (an in-memory database) stays on SQLAlchemy."""
     parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "asyncpg":
+        from store.hot_writes_pg import PgHotWriter
+
+        return PgHotWriter(url)
     if parsed.get_backend_name() != "sqlite":
         return None
     path = parsed.database

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from store import Message
+from store.hot_writes import MessageRow
 
 __all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view", "stored_frame"]
 
@@ -59,22 +60,23 @@ def message_frame(message: Message | dict[str, Any]) -> bytes:
     return orjson.dumps({"type": "message", "message": message_view(message)})
 
 
-def stored_frame(row: dict[str, Any]) -> bytes:
+def stored_frame(row: MessageRow) -> bytes:
     """The ``message`` frame of a row the writer just stored: its content is the JSON
     text stored, copied into the frame as it is (encoded once, for the database and for
-    every viewer)."""
+    every viewer); its timestamp comes from the stored text (milliseconds, UTC)."""
+    stamp = row[11]
     return orjson.dumps(
         {
             "type": "message",
             "message": {
-                "id": row["id"],
-                "sessionId": row["session_id"],
-                "runId": row["run_id"],
-                "seq": row["seq"],
-                "role": row["role"],
-                "content": orjson.Fragment(row["content"]),
-                "stepNumber": row["step_number"],
-                "timestamp": iso(row["created_at"]),
+                "id": row[0],
+                "sessionId": row[1],
+                "runId": row[3],
+                "seq": row[2],
+                "role": row[5],
+                "content": orjson.Fragment(row[9]),
+                "stepNumber": row[4],
+                "timestamp": f"{stamp[:10]}T{stamp[11:23]}Z",
             },
         }
     )
