@@ -433,6 +433,12 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
             ctx.tracker.stop(bare.process)
         phase(f"scale ({sizes.scale_sessions} sessions with live agents)")
         results["scale"] = phase_scale(ctx)
+        pg_url = os.environ.get("BENCH_PG_URL")
+        if pg_url:
+            from benchlib.pg import phase_pg
+
+            phase("PostgreSQL: ingest and raw asyncpg")
+            results["pg"] = phase_pg(ctx, pg_url, _flood)
     finally:
         ctx.tracker.stop_all()
         left = ctx.tracker.leftovers()
