@@ -126,13 +126,11 @@ def message_dict(row: MessageRow, created_at: datetime) -> dict[str, Any]:
 
 
 def sqlite_stamp(value: datetime) -> str:
-    """SQLAlchemy's SQLite text for a UTC datetime (its DATETIME storage format)."""
-    if value.tzinfo is not None:
+    """SQLAlchemy's SQLite text for a UTC datetime (its DATETIME storage format,
+    ``YYYY-MM-DD HH:MM:SS.ffffff``); ``isoformat`` is C, a third of an f-string's cost."""
+    if value.tzinfo is not UTC and value.tzinfo is not None:
         value = value.astimezone(UTC)
-    return (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
-        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
-    )
+    return value.isoformat(" ", "microseconds")[:26]
 
 
 def _sqlite_value(column: str, value: Any) -> Any:
