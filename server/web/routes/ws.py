@@ -114,6 +114,7 @@ async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.C
 
 async def _receive_commands(websocket: WebSocket, state: AppState, session_id: str) -> None:
     limit = state.settings.max_ws_message_bytes
+    prompt_limit = state.settings.max_prompt_frame_bytes  # a prompt may carry an image
     while True:
         message = await websocket.receive()
         if message["type"] == "websocket.disconnect":
@@ -123,11 +124,20 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
             data = message["bytes"].decode("utf-8", "replace")
         if data is None:
             continue
-        if len(data.encode()) > limit:
+        size = len(data.encode())
+        if size > limit and (size > prompt_limit or not _is_prompt(data)):
             await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
         await websocket.send_text(dumps(reply))
+
+
+def _is_prompt(data: str) -> bool:
+    try:
+        command = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(command, dict) and command.get("type") == "prompt"
 
 
 async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
