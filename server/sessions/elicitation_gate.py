@@ -42,6 +42,14 @@ def _refuse(message: str) -> RpcError:
     return RpcError(INVALID_PARAMS, message)
 
 
+def _web_url(url: Any) -> bool:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # e.g. a malformed IPv6 host
+        return False
+    return parts is not None and parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
 class ElicitationGate(LiveBase):
     async def on_elicitation_request(
         self, params: dict[str, Any], raw: dict[str, Any]
@@ -52,9 +60,7 @@ class ElicitationGate(LiveBase):
         schema, url = params.get("requestedSchema"), params.get("url")
         if mode == "form" and (problem := schema_problem(schema)) is not None:
             raise _refuse(problem)
-        if mode == "url" and (
-            not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https")
-        ):
+        if mode == "url" and not _web_url(url):
             raise _refuse("url must be an http or https URL")
         call_id = params.get("toolCallId")
         turn = self.turn

@@ -218,11 +218,19 @@ def test_what_the_server_does_not_relay(client: TestClient, demo_repo_id: str) -
     to the agent (invalid params) and never shown; a mode the server does not know is
     stored as it came and declined at once."""
     sid = create_session(client, demo_repo_id)["id"]
-    for count, text in enumerate(('elicit form {"type": 5}', "elicit url javascript:alert(1)")):
+    for count, text in enumerate(
+        (
+            'elicit form {"type": 5}',
+            "elicit url javascript:alert(1)",
+            "elicit url http://[::1",
+            "elicit url https:///no-host",
+        )
+    ):
         run_id = prompt(client, sid, text)
         finish(client, sid, run_id)
         assert elicitations(client, sid) == []
         assert reply(client, sid).count('"action": "error"') == count + 1
+    assert reply(client, sid).count("url must be an http or https URL") == 3  # invalid params
     run_id = prompt(client, sid, "elicit _demo_mode")
     finish(client, sid, run_id)
     stored = elicitations(client, sid)
