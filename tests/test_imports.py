@@ -307,13 +307,14 @@ async def main():
         pass
 
 anyio.run(main)
-print(sorted({n.split('.')[0] for n in sys.modules} & {'alembic', 'asyncpg', 'httpx'}))
+print(sorted({n.split('.')[0] for n in sys.modules} & {'alembic', 'asyncpg', 'httpx', 'jsonschema'}))
 """
 
 
 def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path) -> None:
     """Alembic loads only when the schema is behind (the first start migrates the fresh
-    file), the PostgreSQL driver only with a PostgreSQL URL, httpx only when clustering."""
+    file), the PostgreSQL driver only with a PostgreSQL URL, httpx only when clustering,
+    jsonschema only when an elicitation comes."""
     import os
     import sqlite3
     import subprocess
