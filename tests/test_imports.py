@@ -307,7 +307,8 @@ async def main():
         pass
 
 anyio.run(main)
-print(sorted({n.split('.')[0] for n in sys.modules} & {'alembic', 'asyncpg', 'httpx', 'jsonschema'}))
+lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema'}
+print(sorted({n.split('.')[0] for n in sys.modules} & lazy))
 """
 
 
