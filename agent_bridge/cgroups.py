@@ -115,6 +115,11 @@ class AgentCgroups:
         self.kind = ""
         self._node_key, self._name = _owner_key(owner)
 
+    def start(self) -> Path | None:
+        """At start: sweep what a dead server left, then make this one's directory."""
+        self.sweep_stale()
+        return self.prepare()
+
     def sweep_stale(self) -> list[Path]:
         """Kill and remove what a dead process of this node left in any hierarchy (the
         guard normally does; not when it was killed too). Returns the removed owners."""

@@ -376,9 +376,8 @@ class Hub:
     async def recover(self) -> None:
         """After a crash: kill what a dead process of this node left, interrupt its running
         runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
-        await anyio.to_thread.run_sync(self.cgroups.sweep_stale)
+        await anyio.to_thread.run_sync(self.cgroups.start)  # its stale cgroups first
         await anyio.to_thread.run_sync(kill_orphans, self.owner)
-        await anyio.to_thread.run_sync(self.cgroups.prepare)
         await self.recover_sessions(None)
         async with self.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))

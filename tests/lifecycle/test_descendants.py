@@ -16,7 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_bridge import kill_orphans, owner_marker
-from agent_bridge.cgroups import hierarchies
+from agent_bridge.cgroups import KINDS, hierarchies
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
 from server.app import create_app
 from tests.fuzz.support import alive, pid_from, raw_agent
@@ -36,7 +36,10 @@ def wait_until(predicate, timeout: float = 20) -> None:  # noqa: ANN001 - a test
         time.sleep(0.02)
 
 
-def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("cgroups", ["auto", "off"])
+def test_detached_descendants_die_with_their_session(
+    make_settings, tmp_path: Path, cgroups: str
+) -> None:
     keep_pid, end_pid = tmp_path / "keep.pid", tmp_path / "end.pid"
     keep_cmd = detaching_agent(tmp_path / "keep", keep_pid)
     end_cmd = detaching_agent(tmp_path / "end", end_pid)
@@ -44,7 +47,8 @@ def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Pa
     agents.write_text(
         f"[agents.keep]\ncommand = {keep_cmd!r}\n\n[agents.end]\ncommand = {end_cmd!r}\n"
     )
-    with TestClient(create_app(make_settings(AGENTS_FILE=agents))) as client:
+    settings = make_settings(AGENTS_FILE=agents, AGENT_CGROUPS=cgroups)
+    with TestClient(create_app(settings)) as client:
         repo = client.get("/api/repos").json()["repos"][0]["id"]
         keep = create_session(client, repo, agentId="keep")["id"]
         end = create_session(client, repo, agentId="end")["id"]
@@ -63,9 +67,16 @@ def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Pa
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
-        assert processes_with_env(f"{SESSION_ENV}={end}\0") == []
+        assert processes_with_env(f"{SESSION_ENV}={end}\0") == []  # its guard too
+        base = hub.cgroups.base
+        assert (base is None) is (cgroups == "off" or not any(map(usable, KINDS)))
+        if base is not None:  # the ended agent's cgroup is removed, the live one's kept
+            assert [p.name for p in base.iterdir() if p.is_dir()] == [
+                str(live_agent_pid(client, keep))
+            ]
         client.delete(f"/api/sessions/{keep}")
         assert not alive(daemons[keep])
+    assert base is None or not base.exists()  # and this server's directory at shutdown
 
 
 def usable(kind: str) -> bool:
