@@ -13,8 +13,10 @@ import pytest
 
 from agent_bridge import owner_marker
 from agent_bridge.cgroups import KINDS, TOP, AgentCgroups, _owner_key, hierarchies
-from agent_bridge.wrapper import remove_cgroup
+from agent_bridge.spawn import wrapped
+from agent_bridge.wrapper import kill_cgroup, remove_cgroup
 from tests.fuzz.support import alive
+from tests.lifecycle.test_descendants import wait_until
 
 
 def sleeper() -> subprocess.Popen[bytes]:
@@ -74,3 +76,37 @@ def test_start_sweeps_what_a_dead_server_left(kind: str, dead_pid: int) -> None:
             name = cgroup.relative_to(top).parts[0]
             if cgroup.is_dir() and (f"-{dead_pid}-" in name or f"-{os.getpid()}-" in name):
                 remove_cgroup(str(cgroup))
+
+
+def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
+    kind: str, tmp_path: Path
+) -> None:
+    """No stop path runs here: the agent ends on its own, and its guard alone kills the
+    daemon it detached into its cgroup, and removes that cgroup."""
+    base = hierarchies()[kind] / TOP / f"guard-test-{os.getpid()}"
+    base.mkdir(parents=True)
+    pid_file = tmp_path / "daemon.pid"
+    agent = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+        "        time.sleep(600)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():\n"
+        "    time.sleep(0.005)\n"
+    )
+    argv = wrapped([sys.executable, "-c", agent, str(pid_file)], cgroup=str(base), guard=True)
+    try:
+        process = subprocess.Popen(argv, start_new_session=True)
+        assert process.wait(30) == 0
+        daemon = int(pid_file.read_text())
+        wait_until(lambda: not alive(daemon) and not (base / str(process.pid)).exists())
+    finally:  # a failure leaves nothing behind either
+        for cgroup in [p for p in base.iterdir() if p.is_dir()]:
+            kill_cgroup(str(cgroup))
+            remove_cgroup(str(cgroup))
+        remove_cgroup(str(base))
+    assert not base.exists()
