@@ -110,6 +110,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             argv=self.agent.argv(self.repo_path),
             cwd=self.repo_path,
             env=self.env,
+            cgroup=None if self.services.cgroups is None else self.services.cgroups.base,
         )
         crashed = False
         started = False
