@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter as _Tally
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -86,8 +87,8 @@ def _amount(value: Any) -> float | None:
 def observe_run(
     agent: str,
     status: str,
-    usage: dict[str, Any] | None = None,
-    cost: dict[str, Any] | None = None,
+    usage: Mapping[str, object] | None = None,  # the agent's usage report, as sent
+    cost: Mapping[str, object] | None = None,  # server.contents.Cost
     tool_failures: int = 0,
 ) -> None:
     """Count one ended run: its outcome, tokens, cost and failed tool calls."""

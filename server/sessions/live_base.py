@@ -13,6 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agent_bridge import AcpClient, TerminalHost, Workspace
+from server.contents import PermissionOutcome, as_json
 from server.sessions.agents import AgentConfig
 from server.sessions.services import Services
 from server.sessions.translate import Output, Translator
@@ -61,10 +62,8 @@ class LiveBase:
         ops: list[Any] = []
         run_id = turn.run_id if turn else None
         for out in outputs:
-            draft = Draft(
-                out.role, out.content, out.raw, run_id, turn.step_number if turn else None
-            )
-            if out.content.get("type") == "tool" and turn is not None:
+            draft = Draft(out.role, out.stored, out.raw, run_id, turn.step_number if turn else None)
+            if out.content["type"] == "tool" and turn is not None:
                 draft.id = new_id()
                 op = turn.tools.record(out.content, draft.id)
                 draft.step_number = turn.step_number
@@ -78,7 +77,7 @@ class LiveBase:
             self._tg.start_soon(func, *args)
 
     def _decide(
-        self, pending: PendingPermission, outcome: dict[str, Any], reason: str
+        self, pending: PendingPermission, outcome: PermissionOutcome, reason: str
     ) -> anyio.Event:
         """Record the outcome (in memory at once, in the log through the writer)."""
         if pending.decided.is_set():
@@ -88,13 +87,14 @@ class LiveBase:
         self.permissions.pop(pending.request_id, None)
         if self.turn is not None:
             self.turn.tools.permission_decided(pending.tool_call_id)
-        content = {**pending.content, "outcome": outcome, "reason": reason}
+        # ``reason`` (user, timeout, cancelled, …) is stored beside the API.md fields
+        content = {**as_json(pending.content), "outcome": outcome, "reason": reason}
         turn = self.turn
         draft = Draft("system", content, None, pending.run_id, turn.step_number if turn else None)
         when = utcnow()
 
         async def record(db: Any) -> None:
-            await permission_store.decide_permission(db, pending.request_id, outcome, when)
+            await permission_store.decide_permission(db, pending.request_id, as_json(outcome), when)
 
         receipt = self.services.writer.submit(self.id, [draft], [record])
         pending.committed = receipt.committed

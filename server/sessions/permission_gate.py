@@ -10,7 +10,9 @@ from typing import Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
+from server.contents import PermissionContent, PermissionOutcome
 from server.sessions.errors import Conflict, Invalid, NotFound
 from server.sessions.live_base import LiveBase
 from server.sessions.translate import Output
@@ -23,22 +25,22 @@ __all__ = ["PermissionGate"]
 
 class PermissionGate(LiveBase):
     async def on_permission_request(
-        self, params: dict[str, Any], raw: dict[str, Any]
-    ) -> Awaitable[dict[str, Any]]:
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[PermissionOutcome]:
         turn = self.turn
         raw_call = params.get("toolCall")
-        tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
+        tool_call: JsonObject = raw_call if isinstance(raw_call, dict) else {}
         call_id = str(tool_call.get("toolCallId", ""))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         request_id = str(uuid.uuid4())
         outputs = self.translator.flush()
         tool_content = self.translator.merge_tool(call_id, tool_call)
         outputs.append(Output("system", tool_content))
-        content = {
+        content: PermissionContent = {
             "type": "permission",
             "requestId": request_id,
             "toolCallId": call_id,
-            "tool": tool_content.get("tool"),
+            "tool": tool_content["tool"],
             "options": [
                 {"optionId": o.get("optionId"), "name": o.get("name"), "kind": o.get("kind")}
                 for o in options
@@ -63,7 +65,7 @@ class PermissionGate(LiveBase):
             self._tg_start(self._cancel_turn, turn)
         return self._wait_permission(pending)
 
-    async def _wait_permission(self, pending: PendingPermission) -> dict[str, Any]:
+    async def _wait_permission(self, pending: PendingPermission) -> PermissionOutcome:
         with anyio.move_on_after(self.services.settings.permission_timeout):
             await pending.decided.wait()
         if not pending.decided.is_set():
@@ -75,7 +77,7 @@ class PermissionGate(LiveBase):
                 ),
                 None,
             )
-            outcome = (
+            outcome: PermissionOutcome = (
                 {"outcome": "selected", "optionId": reject["optionId"]}
                 if reject
                 else {"outcome": "cancelled"}

@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server.contents import Content, Cost, PermissionContent, PermissionOutcome
 from store import runs as run_store
 from store import utcnow
 
@@ -24,11 +26,11 @@ class PendingPermission:
     request_id: str
     run_id: str | None
     tool_call_id: str
-    content: dict[str, Any]
+    content: PermissionContent
     asked: float = field(default_factory=time.monotonic)
     decided: anyio.Event = field(default_factory=anyio.Event)
     committed: anyio.Event = field(default_factory=anyio.Event)
-    outcome: dict[str, Any] | None = None
+    outcome: PermissionOutcome | None = None
 
 
 @dataclass
@@ -84,7 +86,7 @@ class ToolBook:
         if call is not None:
             call.stop_waiting(self._turn.clock())
 
-    def record(self, content: dict[str, Any], message_id: str) -> Any:
+    def record(self, content: Content, message_id: str) -> Any:
         """Book a tool message; returns the op that writes its row (or None)."""
         call_id = str(content.get("toolCallId"))
         status = str(content.get("status"))
@@ -173,9 +175,9 @@ class Turn:
     finished: bool = False  # the run's end is stored (or being stored)
     paused: bool = False
     final_status: str | None = None
-    usage: dict[str, Any] | None = None
-    _cost_first: dict[str, Any] | None = None
-    _cost_last: dict[str, Any] | None = None
+    usage: JsonObject | None = None  # the agent's last usage report, as it sent it
+    _cost_first: JsonObject | None = None  # its first cost with an amount ({amount, currency})
+    _cost_last: JsonObject | None = None
     tools: ToolBook = field(init=False)
 
     def __post_init__(self) -> None:
@@ -189,14 +191,14 @@ class Turn:
     def over_budget(self) -> bool:
         return len(self.tools) >= self.max_steps
 
-    def note_cost(self, cost: Any) -> None:
+    def note_cost(self, cost: JsonValue) -> None:
         amount = cost.get("amount") if isinstance(cost, dict) else None
         if isinstance(amount, int | float) and not isinstance(amount, bool):
             if self._cost_first is None:
                 self._cost_first = cost
             self._cost_last = cost
 
-    def cost(self) -> dict[str, Any] | None:
+    def cost(self) -> Cost | None:
         """The change of the agent's cumulative cost over this run."""
         if self._cost_last is None or self._cost_first is None:
             return None

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from server import shapes
+from server.contents import as_json
 from server.sessions.controls import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
@@ -64,7 +65,7 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         forked_from=forked,
         metadata=session.meta or {},
         workspace=workspace_shape(session, repo),
-        controls=session.controls or empty_controls(),
+        controls=session.controls or as_json(empty_controls()),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

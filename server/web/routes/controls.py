@@ -8,6 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonValue
+from server.contents import ControlsView
 from server.sessions import agent_controls
 from server.sessions.controls import ControlsState, empty_controls
 from server.sessions.hub import Hub
@@ -19,7 +21,7 @@ from server.web.state import app_state
 __all__ = ["controls_command", "create_choices", "routes", "set_config", "set_mode"]
 
 
-async def controls_of(hub: Hub, session_id: str) -> dict[str, Any]:
+async def controls_of(hub: Hub, session_id: str) -> ControlsView:
     record = await hub.get_record(session_id)
     live = hub.live.get(session_id)
     if live is not None and not live.stopping:
@@ -27,12 +29,12 @@ async def controls_of(hub: Hub, session_id: str) -> dict[str, Any]:
     return ControlsState(record.controls).view() if record.controls else empty_controls()
 
 
-async def set_mode(hub: Hub, session_id: str, mode_id: str) -> dict[str, Any]:
+async def set_mode(hub: Hub, session_id: str, mode_id: str) -> ControlsView:
     live = await hub.active_live(session_id)
     return await agent_controls.set_mode(live, mode_id)
 
 
-async def set_config(hub: Hub, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
+async def set_config(hub: Hub, session_id: str, config_id: str, value: JsonValue) -> ControlsView:
     live = await hub.active_live(session_id)
     return await agent_controls.set_config(live, config_id, value)
 
