@@ -172,10 +172,11 @@ class PermissionOption(TypedDict):
 class PermissionContent(TypedDict):
     type: Literal["permission"]
     requestId: str
-    toolCallId: str
+    toolCallId: str | None  # None only in a request stored without one (recovery)
     tool: str | None
     options: list[PermissionOption]
     outcome: PermissionOutcome | None
+    reason: NotRequired[str]  # once decided: user, timeout, turn_ended, server_restarted, …
 
 
 class StatusContent(TypedDict):

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from agent_bridge.jsontypes import JsonObject
+
 __all__ = [
     "MESSAGE_TYPES",
     "ROLES",
@@ -115,9 +117,9 @@ class Session(msgspec.Struct, rename="camel"):
     active_run_id: Uuid | None
     parent_run_id: Uuid | None
     forked_from: ForkedFrom | None
-    metadata: dict[str, Any]
+    metadata: JsonObject
     workspace: Workspace
-    controls: dict[str, Any]  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -128,7 +130,7 @@ class Message(msgspec.Struct, rename="camel"):
     run_id: Uuid | None
     seq: Annotated[int, msgspec.Meta(ge=1)]
     role: Role
-    content: dict[str, Any]
+    content: JsonObject
     step_number: int | None
     timestamp: Time
     raw: Annotated[
@@ -154,8 +156,8 @@ class Run(msgspec.Struct, rename="camel"):
     resumed_from: Uuid | None
     summary: str | None
     error_message: str | None
-    usage: dict[str, Any] | None
-    cost: dict[str, Any] | None
+    usage: JsonObject | None
+    cost: JsonObject | None
     duration_ms: int | None
     created_at: Time
     completed_at: Time | None
@@ -208,7 +210,7 @@ class PromptBody(_Body):
     """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
 
     text: NonBlank | None = None
-    content: list[dict[str, Any]] | None = None
+    content: list[JsonObject] | None = None
 
 
 class PermissionAnswer(_Body):

@@ -63,9 +63,10 @@ class LiveBase:
         run_id = turn.run_id if turn else None
         for out in outputs:
             draft = Draft(out.role, out.stored, out.raw, run_id, turn.step_number if turn else None)
-            if out.content["type"] == "tool" and turn is not None:
+            content = out.content
+            if content["type"] == "tool" and turn is not None:
                 draft.id = new_id()
-                op = turn.tools.record(out.content, draft.id)
+                op = turn.tools.record(content, draft.id)
                 draft.step_number = turn.step_number
                 if op is not None:
                     ops.append(op)

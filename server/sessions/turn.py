@@ -12,9 +12,10 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
-from server.contents import Content, Cost, PermissionContent, PermissionOutcome
+from server.contents import Cost, PermissionContent, PermissionOutcome, ToolContent
 from store import runs as run_store
 from store import utcnow
+from store.runs import ToolCallValues
 
 __all__ = ["PendingPermission", "ToolBook", "Turn"]
 
@@ -68,7 +69,7 @@ class ToolBook:
         self._turn = turn
         self._calls: dict[str, _Call] = {}
         self._asked_early: set[str] = set()
-        self._dirty: dict[str, dict[str, Any]] = {}  # row id -> values its queued op will write
+        self._dirty: dict[str, ToolCallValues] = {}  # row id -> values its queued op will write
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -86,21 +87,21 @@ class ToolBook:
         if call is not None:
             call.stop_waiting(self._turn.clock())
 
-    def record(self, content: Content, message_id: str) -> Any:
+    def record(self, content: ToolContent, message_id: str) -> Any:
         """Book a tool message; returns the op that writes its row (or None)."""
-        call_id = str(content.get("toolCallId"))
-        status = str(content.get("status"))
+        call_id = str(content["toolCallId"])
+        status = str(content["status"])
         now = self._turn.clock()
-        values: dict[str, Any] = {
+        values: ToolCallValues = {
             "message_id": message_id,
-            "tool_name": content.get("tool"),
-            "kind": content.get("kind"),
-            "input": content.get("args"),
-            "output": content.get("result"),
+            "tool_name": content["tool"],
+            "kind": content["kind"],
+            "input": content["args"],
+            "output": content["result"],
             "status": status,
         }
         call = self._calls.get(call_id)
-        insert_values: dict[str, Any] | None = None
+        insert_values: ToolCallValues | None = None
         if call is None:
             call = self._calls[call_id] = self._new_call(call_id, now)
             insert_values = {
@@ -124,7 +125,7 @@ class ToolBook:
             values["duration_ms"] = call.duration_ms(now)
             values["completed_at"] = utcnow()
         if insert_values is not None:
-            row = {**insert_values, **values}
+            row: ToolCallValues = {**insert_values, **values}
             run_id, step = self._turn.run_id, call.step
 
             async def insert_row(db: Any) -> None:
@@ -133,15 +134,15 @@ class ToolBook:
             return insert_row
         return self._coalesced_update(call.row_id, values)
 
-    def _coalesced_update(self, row_id: str, values: dict[str, Any]) -> Any:
+    def _coalesced_update(self, row_id: str, values: ToolCallValues) -> Any:
         """Updates of one tool call merge until its op runs in the writer's transaction:
         one UPDATE per call per commit, carrying its latest state."""
         pending = self._dirty.get(row_id)
         if pending is not None:  # an op for this row is already queued: it will take these too
             pending.update(values)
             return None
-        self._dirty[row_id] = dict(values)
-        taken: dict[str, Any] = {}
+        self._dirty[row_id] = values.copy()
+        taken: ToolCallValues = {}
 
         async def update_row(db: Any) -> None:
             if not taken:  # the first attempt takes the merged values; a retry reuses them

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.contents import as_json
 from server.sessions.controls import empty_controls
@@ -40,11 +41,11 @@ def repo_shape(repo: Repo) -> shapes.Repo:
     )
 
 
-def repo_view(repo: Repo) -> dict[str, Any]:
+def repo_view(repo: Repo) -> JsonObject:
     return msgspec.to_builtins(repo_shape(repo))  # type: ignore[no-any-return]
 
 
-def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
+def session_view(session: SessionRecord, repo: Repo) -> JsonObject:
     forked = (
         shapes.ForkedFrom(session.forked_from_session_id, session.forked_from_seq or 0)
         if session.forked_from_session_id
@@ -81,11 +82,11 @@ def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
     )
 
 
-def workspace_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
+def workspace_view(session: SessionRecord, repo: Repo) -> JsonObject:
     return msgspec.to_builtins(workspace_shape(session, repo))  # type: ignore[no-any-return]
 
 
-def run_view(run: Run) -> dict[str, Any]:
+def run_view(run: Run) -> JsonObject:
     shape = shapes.Run(
         id=run.id,
         session_id=run.session_id,
@@ -108,7 +109,7 @@ def run_view(run: Run) -> dict[str, Any]:
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
 
-def tool_call_view(call: ToolCall) -> dict[str, Any]:
+def tool_call_view(call: ToolCall) -> JsonObject:
     shape = shapes.ToolCall(
         id=call.id,
         run_id=call.run_id,

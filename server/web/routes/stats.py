@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, cast
+from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import check_uuid, query_choice, query_int
@@ -75,7 +76,7 @@ def stats_query(request: Request) -> stats_store.StatsQuery:
     )
 
 
-def _echo(query: stats_store.StatsQuery) -> dict[str, Any]:
+def _echo(query: stats_store.StatsQuery) -> JsonObject:
     return {
         "from": iso(query.start),
         "to": iso(query.end),
