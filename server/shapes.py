@@ -19,14 +19,20 @@ __all__ = [
     "RUN_STATUSES",
     "SESSION_STATUSES",
     "TOOL_STATUSES",
+    "CommitBody",
+    "ConfigBody",
+    "ConfigValue",
     "CreateSession",
     "ForkBody",
     "ForkedFrom",
     "ISOLATIONS",
     "Isolation",
     "Message",
+    "MergeBody",
     "MessageType",
+    "ModeBody",
     "PermissionAnswer",
+    "PermissionCommand",
     "PromptBody",
     "RegisterRepo",
     "Repo",
@@ -36,6 +42,7 @@ __all__ = [
     "Run",
     "RunStatus",
     "Session",
+    "SetConfigCommand",
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
@@ -179,11 +186,17 @@ class ToolCall(msgspec.Struct, rename="camel"):
     completed_at: Time | None
 
 
-# -- request bodies (what the server accepts; server.web.requests reads them) ------------
+# -- request bodies (what the server accepts; server.web.bodies decodes them) ------------
+# Fields are in the order they are checked (the first bad one is reported); ``invalid`` is
+# the sentence for a value of the wrong type (server.web.bodies has the others).
 
 
 class _Body(msgspec.Struct, rename="camel"):
     pass
+
+
+def _invalid(sentence: str, **meta: Any) -> msgspec.Meta:
+    return msgspec.Meta(extra={"invalid": sentence}, **meta)
 
 
 class RegisterRepo(_Body):
@@ -198,19 +211,19 @@ class CreateSession(_Body):
     agent_id: NonBlank | None = None
     title: str | None = None
     parent_run_id: Uuid | None = None
-    isolation: Isolation | None = None
-    base_ref: NonBlank | None = None
     mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
     config: dict[str, str | bool] | None = None
     # API.md "Agent controls", MCP servers: AGENTS_FILE names added to the agent's defaults
     mcp_servers: list[NonBlank] | None = None
+    isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
+    base_ref: NonBlank | None = None
 
 
 class PromptBody(_Body):
     """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
 
-    text: NonBlank | None = None
     content: list[JsonObject] | None = None
+    text: NonBlank | None = None
 
 
 class PermissionAnswer(_Body):
@@ -224,12 +237,57 @@ class ForkBody(_Body):
 
 class RewindBody(_Body):
     to_seq: Seq
-    restore_files: bool | None = None
+    restore_files: (
+        Annotated[bool, _invalid("restoreFiles must be true or false.")] | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class ResumeBody(_Body):
     max_steps: (
-        Annotated[int, msgspec.Meta(ge=1, description="Capped by MAX_TOTAL_STEPS_PER_RUN.")]
+        Annotated[
+            int,
+            _invalid(
+                "maxSteps must be a positive integer.",
+                ge=1,
+                description="Capped by MAX_TOTAL_STEPS_PER_RUN.",
+            ),
+        ]
         | msgspec.UnsetType
     ) = msgspec.UNSET
     text: NonBlank | None = None
+
+
+class CommitBody(_Body):
+    message: NonBlank
+
+
+class MergeBody(_Body):
+    into: NonBlank | None = None
+    strategy: (
+        Annotated[Literal["merge", "squash"], _invalid("strategy must be merge or squash.")] | None
+    ) = None
+    message: NonBlank | None = None
+
+
+class ModeBody(_Body):  # PUT /api/sessions/{id}/mode, and the WebSocket set_mode
+    mode_id: NonBlank
+
+
+ConfigValue = Annotated[str | bool, _invalid("value must be a string (or true/false).")]
+
+
+class ConfigBody(_Body):  # PUT /api/sessions/{id}/config/{configId}
+    value: ConfigValue
+
+
+# -- WebSocket commands (API.md "WebSocket stream"; ``type`` and ``id`` are read first) ----
+
+
+class SetConfigCommand(_Body):  # the REST twin takes the config id in the path
+    config_id: NonBlank
+    value: ConfigValue
+
+
+class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the hub
+    request_id: str
+    option_id: str

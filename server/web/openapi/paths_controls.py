@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from server import shapes
 from server.web.openapi.parts import (
     SESSION,
+    body_schema,
     int_param,
     json_response,
     op,
@@ -15,7 +17,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import NONBLANK, closed, nullable, obj, ref
+from server.web.openapi.schemas import closed, nullable, ref
 
 __all__ = ["control_paths"]
 
@@ -89,7 +91,7 @@ def control_paths(
         "Switch the agent's mode (ACP session/set_mode; also during a turn)",
         {200: controls},
         params=[SESSION],
-        body=request_body(obj(["modeId"], modeId=NONBLANK)),
+        body=request_body(body_schema(shapes.ModeBody)),
         errors=[409, 502, 503],
     )
     added[("PUT", "/api/sessions/{sessionId}/config/{configId}")] = op(
@@ -102,7 +104,7 @@ def control_paths(
                 "schema": {"type": "string", "minLength": 1},
             },
         ],
-        body=request_body(obj(["value"], value=_VALUE)),
+        body=request_body(body_schema(shapes.ConfigBody)),
         errors=[409, 502, 503],
     )
     _prompt_content(catalogue, added)

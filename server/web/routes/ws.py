@@ -10,9 +10,10 @@ import orjson
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from server import metrics
+from server import metrics, shapes
 from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
+from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command
@@ -151,10 +152,8 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         if kind == "cancel":
             await state.hub.cancel(session_id)
         elif kind == "permission":
-            request_id, option_id = command.get("requestId"), command.get("optionId")
-            if not isinstance(request_id, str) or not isinstance(option_id, str):
-                raise ApiError.validation("requestId and optionId are required strings.")
-            await state.hub.answer_permission(session_id, request_id, option_id)
+            answer = decode(command, shapes.PermissionCommand)
+            await state.hub.answer_permission(session_id, answer.request_id, answer.option_id)
         elif kind in ("set_mode", "set_config"):
             await controls_command(state.hub, session_id, command)
         else:
