@@ -27,6 +27,8 @@ __all__ = [
     "ControlsContent",
     "ControlsView",
     "Cost",
+    "ElicitationContent",
+    "ElicitationOutcome",
     "FileAttachment",
     "ImageAttachment",
     "Mode",
@@ -213,6 +215,25 @@ class ControlsContent(TypedDict):
     controls: ControlsView
 
 
+class ElicitationOutcome(TypedDict):
+    """``{action: "accept", content}``, ``{action: "decline"}`` or ``{action: "cancel"}``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: NotRequired[JsonObject]  # the form's answer, checked against requestedSchema
+
+
+class ElicitationContent(TypedDict):
+    """API.md "Agent controls", Elicitation (ACP ``elicitation/create``)."""
+
+    type: Literal["elicitation"]
+    requestId: str
+    mode: str
+    message: str
+    requestedSchema: JsonObject | None  # the agent's JSON Schema for a form
+    url: str | None
+    outcome: ElicitationOutcome | None
+
+
 class UpdateContent(TypedDict):
     type: Literal["update"]
     sessionUpdate: JsonValue  # the ACP sessionUpdate kind we have no message type for
@@ -229,6 +250,7 @@ Content: TypeAlias = (
     | RunContent
     | UsageContent
     | ControlsContent
+    | ElicitationContent
     | UpdateContent
 )
 

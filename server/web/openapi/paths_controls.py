@@ -17,7 +17,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import closed, nullable, ref
+from server.web.openapi.schemas import Schema, closed, nullable, ref
 
 __all__ = ["control_paths"]
 
@@ -25,7 +25,7 @@ _VALUE = {"anyOf": [{"type": "string"}, {"type": "boolean"}]}
 
 
 def control_paths(
-    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
+    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Schema]
 ) -> dict[tuple[str, str], Any]:
     text = {"type": "string"}
     maybe_text = nullable(text)

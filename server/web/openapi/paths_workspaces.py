@@ -17,13 +17,13 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import UUID, closed, nullable, ref
+from server.web.openapi.schemas import UUID, Schema, closed, nullable, ref
 
 __all__ = ["workspace_paths"]
 
 
 def workspace_paths(
-    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
+    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Schema]
 ) -> dict[tuple[str, str], Any]:
     file_change = closed(
         ["path", "oldPath", "status", "additions", "deletions", "binary"],

@@ -10,6 +10,7 @@ import orjson
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
 from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
@@ -130,7 +131,7 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
         await websocket.send_text(dumps(reply))
 
 
-async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
+async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
     ref = None
     try:
         try:
@@ -167,8 +168,8 @@ _REST_PATHS = {"prompt": "prompt", "cancel": "cancel", "permission": "permission
 
 
 async def _forward(
-    state: AppState, owner: str, session_id: str, command: dict[str, Any], ref: Any
-) -> dict[str, Any]:
+    state: AppState, owner: str, session_id: str, command: JsonObject, ref: JsonValue
+) -> JsonObject:
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
     if kind == "permission" and not isinstance(command.get("requestId"), str):
