@@ -16,11 +16,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import orjson
 
-from agent_bridge.jsontypes import JsonObject
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.lenient import find_id, loads_standard, scrub
 
 __all__ = [
@@ -57,7 +57,7 @@ class Request:
 
     id: RequestId
     method: str
-    params: Any
+    params: JsonValue
     raw: JsonObject
 
 
@@ -66,7 +66,7 @@ class Notification:
     """A call from the peer that expects no answer."""
 
     method: str
-    params: Any
+    params: JsonValue
     raw: JsonObject
 
 
@@ -76,7 +76,7 @@ class Response:
 
     id: RequestId
     method: str
-    result: Any
+    result: JsonValue
     error: JsonObject | None
     raw: JsonObject
 
@@ -209,7 +209,7 @@ class JsonRpcConnection:
             return event
         return self._receive_message(message, line)
 
-    def _receive_message(self, message: Any, line: bytearray) -> Event:
+    def _receive_message(self, message: JsonValue, line: bytearray) -> Event:
         if type(message) is not dict:
             self._queue_error(None, INVALID_REQUEST, "Invalid Request")
             return InvalidLine(bytes(line[:_CLIP]), "not_an_object")
@@ -278,7 +278,7 @@ class JsonRpcConnection:
 
     # -- sending -------------------------------------------------------------
 
-    def send_request(self, method: str, params: Any = None) -> int:
+    def send_request(self, method: str, params: JsonValue = None) -> int:
         """Queue a request; return its id (ints from 1 upward), now pending."""
         request_id = self._next_id
         message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -289,14 +289,14 @@ class JsonRpcConnection:
         self._pending[request_id] = method
         return request_id
 
-    def send_notification(self, method: str, params: Any = None) -> None:
+    def send_notification(self, method: str, params: JsonValue = None) -> None:
         """Queue a notification."""
         message: JsonObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         self._queue(message)
 
-    def send_result(self, id: RequestId, result: Any) -> None:
+    def send_result(self, id: RequestId, result: JsonValue) -> None:
         """Queue a successful answer to the peer's request `id`."""
         self._queue({"jsonrpc": "2.0", "id": id, "result": result})
 
@@ -305,7 +305,7 @@ class JsonRpcConnection:
         id: RequestId | None,
         code: int,
         message: str,
-        data: Any = None,
+        data: JsonValue = None,
     ) -> None:
         """Queue an error answer; `id` is None when the request's id is unknown."""
         self._queue_error(id, code, message, data)
@@ -320,7 +320,9 @@ class JsonRpcConnection:
         self._outgoing.clear()
         return data
 
-    def _queue_error(self, id: RequestId | None, code: int, message: str, data: Any = None) -> None:
+    def _queue_error(
+        self, id: RequestId | None, code: int, message: str, data: JsonValue = None
+    ) -> None:
         error: JsonObject = {"code": code, "message": message}
         if data is not None:
             error["data"] = data

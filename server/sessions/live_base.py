@@ -13,7 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agent_bridge import AcpClient, TerminalHost, Workspace
-from server.contents import PermissionOutcome, as_json
+from server.contents import PermissionContent, PermissionOutcome, as_json
 from server.sessions.agents import AgentConfig
 from server.sessions.services import Services
 from server.sessions.translate import Output, Translator
@@ -88,10 +88,10 @@ class LiveBase:
         self.permissions.pop(pending.request_id, None)
         if self.turn is not None:
             self.turn.tools.permission_decided(pending.tool_call_id)
-        # ``reason`` (user, timeout, cancelled, …) is stored beside the API.md fields
-        content = {**as_json(pending.content), "outcome": outcome, "reason": reason}
+        decided: PermissionContent = {**pending.content, "outcome": outcome, "reason": reason}
         turn = self.turn
-        draft = Draft("system", content, None, pending.run_id, turn.step_number if turn else None)
+        step = turn.step_number if turn else None
+        draft = Draft("system", as_json(decided), None, pending.run_id, step)
         when = utcnow()
 
         async def record(db: Any) -> None:
