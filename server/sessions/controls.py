@@ -166,12 +166,10 @@ class ControlsState:
         self.modes: Modes | None = view.get("modes")
         self.config: list[ConfigOption] = list(view.get("config") or [])
         self.commands: list[Command] = list(view.get("commands") or [])
-        self.prompt_capabilities: PromptCapabilities = {
-            "image": False,
-            "audio": False,
-            "embeddedContext": False,
-            **(view.get("promptCapabilities") or {}),
-        }
+        stored = view.get("promptCapabilities")  # as it was stored, never merged
+        self.prompt_capabilities: PromptCapabilities = (
+            {**stored} if stored else {"image": False, "audio": False, "embeddedContext": False}
+        )
         self.mcp_servers: list[str] = list(view.get("mcpServers") or [])
         self.legacy_model = False
 

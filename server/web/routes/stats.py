@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from typing import cast
+from typing import TypedDict, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_bridge.jsontypes import JsonObject
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import check_uuid, query_choice, query_int
@@ -76,7 +75,14 @@ def stats_query(request: Request) -> stats_store.StatsQuery:
     )
 
 
-def _echo(query: stats_store.StatsQuery) -> JsonObject:
+# The query as the answer echoes it ("from" is a keyword: the functional form).
+StatsEcho = TypedDict(
+    "StatsEcho",
+    {"from": str | None, "to": str | None, "tz": str, "repoId": str | None, "agentId": str | None},
+)
+
+
+def _echo(query: stats_store.StatsQuery) -> StatsEcho:
     return {
         "from": iso(query.start),
         "to": iso(query.end),
