@@ -153,7 +153,10 @@ async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
         if kind == "cancel":
             await state.hub.cancel(session_id)
         elif kind == "permission":
-            answer = decode(command, shapes.PermissionCommand)
+            try:
+                answer = decode(command, shapes.PermissionCommand)
+            except ApiError:  # one sentence for both fields, as it always was
+                raise ApiError.validation("requestId and optionId are required strings.") from None
             await state.hub.answer_permission(session_id, answer.request_id, answer.option_id)
         elif kind in ("set_mode", "set_config"):
             await controls_command(state.hub, session_id, command)
