@@ -14,7 +14,6 @@ __all__ = [
     "EmptyResult",
     "McpServer",
     "PermissionOutcome",
-    "PermissionResult",
     "ReadTextFileResult",
     "TerminalExitStatus",
     "TerminalOutputResult",
@@ -35,12 +34,6 @@ class PermissionOutcome(TypedDict):
 
     outcome: Literal["selected", "cancelled"]
     optionId: NotRequired[str]
-
-
-class PermissionResult(TypedDict):
-    """The answer to ``session/request_permission``."""
-
-    outcome: PermissionOutcome
 
 
 class ReadTextFileResult(TypedDict):

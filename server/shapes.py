@@ -31,6 +31,8 @@ __all__ = [
     "MergeBody",
     "MessageType",
     "ModeBody",
+    "ElicitationAnswer",
+    "ElicitationCommand",
     "PermissionAnswer",
     "PermissionCommand",
     "PromptBody",
@@ -228,6 +230,29 @@ class PromptBody(_Body):
 
 class PermissionAnswer(_Body):
     option_id: NonBlank
+
+
+ElicitationAction = Annotated[
+    Literal["accept", "decline", "cancel"],
+    _invalid("action must be one of accept, decline, cancel."),
+]
+
+
+class ElicitationAnswer(_Body):
+    action: ElicitationAction
+    content: Annotated[
+        JsonObject | None,
+        msgspec.Meta(
+            description="With accept on a form: the answer, matching the requestedSchema "
+            "(else 422 and the request stays pending)."
+        ),
+    ] = None
+
+
+class ElicitationCommand(_Body):  # the WebSocket twin of ElicitationAnswer
+    request_id: Uuid
+    action: ElicitationAction
+    content: JsonObject | None = None
 
 
 class ForkBody(_Body):

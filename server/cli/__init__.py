@@ -82,7 +82,7 @@ def serve(args: argparse.Namespace) -> None:
         log_level=settings.log_level,
         ws="websockets-sansio",
         ws_per_message_deflate=False,
-        ws_max_size=settings.max_ws_message_bytes,
+        ws_max_size=settings.max_prompt_frame_bytes,  # other frames: MAX_WS_MESSAGE_BYTES
         lifespan="on",
         access_log=False,
         log_config=None,  # setup_logging routes uvicorn's loggers through our handler

@@ -47,8 +47,8 @@ SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
 _UUID = "[0-9a-fA-F-]{36}"
 _SESSION_COMMAND = re.compile(
     rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+"
-    r"|/changes|/commit|/merge|/worktree|/mode|/config/[^/]+)?$"  # worktrees: the owner's
-)  # node has the files; mode and config: the owner's agent is the one to switch
+    r"|/elicitations/[^/]+|/changes|/commit|/merge|/worktree|/mode|/config/[^/]+)?$"
+)  # worktrees: the owner's node has the files; mode, config and answers: its agent's
 _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
 
 

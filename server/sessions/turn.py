@@ -1,5 +1,4 @@
-"""The state of one prompt turn: its run, its tool calls (steps) and their timing, and
-the permission requests waiting on a person."""
+"""The state of one prompt turn: its run, its tool calls (steps) and their timing."""
 
 from __future__ import annotations
 
@@ -12,26 +11,14 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
-from server.contents import Cost, PermissionContent, PermissionOutcome, ToolContent
+from server.contents import Cost, ToolContent
 from store import runs as run_store
 from store import utcnow
 from store.runs import ToolCallValues
 
-__all__ = ["PendingPermission", "ToolBook", "Turn"]
+__all__ = ["ToolBook", "Turn"]
 
 _FINISHED = ("completed", "error", "cancelled")
-
-
-@dataclass
-class PendingPermission:
-    request_id: str
-    run_id: str | None
-    tool_call_id: str
-    content: PermissionContent
-    asked: float = field(default_factory=time.monotonic)
-    decided: anyio.Event = field(default_factory=anyio.Event)
-    committed: anyio.Event = field(default_factory=anyio.Event)
-    outcome: PermissionOutcome | None = None
 
 
 @dataclass

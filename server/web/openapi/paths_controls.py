@@ -1,6 +1,7 @@
 """OpenAPI entries of API.md "Agent controls": the ``Controls`` schema, ``Session.controls``,
-create's ``modeId``/``config``, the ``controls`` message type, and the controls, mode and
-config operations. ``control_paths`` amends the shared shapes and returns the new ones."""
+create's ``modeId``/``config``, the ``controls`` message type, and the controls, mode,
+config and elicitation-answer operations. ``control_paths`` amends the shared shapes and
+returns the new ones."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import Schema, closed, nullable, ref
+from server.web.openapi.schemas import UUID, Schema, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
 
@@ -106,6 +107,27 @@ def control_paths(
         ],
         body=request_body(body_schema(shapes.ConfigBody)),
         errors=[409, 502, 503],
+    )
+    added[("POST", "/api/sessions/{sessionId}/elicitations/{requestId}")] = op(
+        "Answer the agent's elicitation: accept (a form with content matching its "
+        "requestedSchema), decline or cancel; the first answer wins",
+        {
+            200: json_response(
+                "Answered; the outcome given to the agent.",
+                closed(
+                    ["requestId", "outcome"],
+                    requestId=UUID,
+                    outcome=obj(
+                        ["action"],
+                        action={"enum": ["accept", "decline", "cancel"]},
+                        content={"type": "object"},
+                    ),
+                ),
+            )
+        },
+        params=[SESSION, path_param("requestId", "The requestId of an elicitation message.")],
+        body=request_body(body_schema(shapes.ElicitationAnswer)),
+        errors=[409, 503],
     )
     _prompt_content(catalogue, added)
     return added

@@ -1,4 +1,5 @@
-"""Agent controls (API.md, Agent controls): read them, set the mode, set a config value."""
+"""Agent controls (API.md, Agent controls): read them, set the mode, set a config value,
+answer the agent's elicitations."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from server.contents import ControlsView
 from server.sessions import agent_controls
 from server.sessions.controls import ControlsState, empty_controls
 from server.sessions.hub import Hub
-from server.web.bodies import decode, read_struct
+from server.web.bodies import Check, decode, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import session_id_param
+from server.web.requests import session_id_param, uuid_param
 from server.web.state import app_state
 
-__all__ = ["check_config", "controls_command", "routes", "set_config", "set_mode"]
+__all__ = [
+    "check_config",
+    "controls_command",
+    "elicitation_command",
+    "routes",
+    "set_config",
+    "set_mode",
+]
 
 
 async def controls_of(hub: Hub, session_id: str) -> ControlsView:
@@ -86,8 +94,34 @@ async def put_config(request: Request) -> Response:
     return JSONResponse(await set_config(state.hub, session_id, config_id, body.value))
 
 
+# The content is the session's to check (against the requested schema), as it came.
+_CONTENT_AS_SENT: dict[str, Check] = {"content": lambda content: content}
+
+
+async def elicitation_command(hub: Hub, session_id: str, command: JsonObject) -> None:
+    """The WebSocket ``elicitation`` command."""
+    answer = decode(command, shapes.ElicitationCommand, _CONTENT_AS_SENT)
+    await hub.answer_elicitation(session_id, answer.request_id, answer.action, answer.content)
+
+
+async def answer_elicitation(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    request_id = uuid_param(request, "request_id")
+    body = await read_struct(
+        request, shapes.ElicitationAnswer, state.settings.max_body_bytes, checks=_CONTENT_AS_SENT
+    )
+    outcome = await state.hub.answer_elicitation(session_id, request_id, body.action, body.content)
+    return JSONResponse({"requestId": request_id, "outcome": outcome})
+
+
 routes = [
     Route("/api/sessions/{session_id}/controls", get_controls, methods=["GET"]),
     Route("/api/sessions/{session_id}/mode", put_mode, methods=["PUT"]),
     Route("/api/sessions/{session_id}/config/{config_id}", put_config, methods=["PUT"]),
+    Route(
+        "/api/sessions/{session_id}/elicitations/{request_id}",
+        answer_elicitation,
+        methods=["POST"],
+    ),
 ]
