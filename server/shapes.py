@@ -250,7 +250,7 @@ class ElicitationAnswer(_Body):
 
 
 class ElicitationCommand(_Body):  # the WebSocket twin of ElicitationAnswer
-    request_id: Uuid
+    request_id: NonBlank  # a UUID, checked after the answer (as it always was)
     action: ElicitationAction
     content: JsonObject | None = None
 

@@ -16,7 +16,7 @@ from server.sessions.hub import Hub
 from server.web.bodies import Check, decode, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import session_id_param, uuid_param
+from server.web.requests import check_uuid, session_id_param, uuid_param
 from server.web.state import app_state
 
 __all__ = [
@@ -101,7 +101,8 @@ _CONTENT_AS_SENT: dict[str, Check] = {"content": lambda content: content}
 async def elicitation_command(hub: Hub, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``elicitation`` command."""
     answer = decode(command, shapes.ElicitationCommand, _CONTENT_AS_SENT)
-    await hub.answer_elicitation(session_id, answer.request_id, answer.action, answer.content)
+    request_id = check_uuid(answer.request_id, "requestId")
+    await hub.answer_elicitation(session_id, request_id, answer.action, answer.content)
 
 
 async def answer_elicitation(request: Request) -> Response:
