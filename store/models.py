@@ -4,7 +4,6 @@ permission requests."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -24,6 +23,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from store.jsontypes import JsonObject, JsonValue
 
 __all__ = [
     "Base",
@@ -68,7 +69,7 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JsonType, datetime: UtcDateTime}
+    type_annotation_map = {JsonObject: JsonType, datetime: UtcDateTime}
 
 
 class Repo(Base):
@@ -107,7 +108,7 @@ class SessionRecord(Base):
     agent_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Set when the agent's context must be rebuilt from the transcript before the next turn.
     needs_context: Mapped[bool] = mapped_column(Boolean, default=False)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JsonType, default=dict)
+    meta: Mapped[JsonObject] = mapped_column("metadata", JsonType, default=dict)
     # The session's workspace (API.md, Worktrees and changes): ``none`` works in the
     # repository itself; ``worktree`` in ``workspace_path`` on ``branch``.
     isolation: Mapped[str] = mapped_column(String(16), default="none", server_default="none")
@@ -116,8 +117,8 @@ class SessionRecord(Base):
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The agent's controls as last known, and the mode/config values kept for resumption.
-    controls: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
-    agent_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
+    agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
 
 
 class Attachment(Base):
@@ -151,8 +152,8 @@ class Message(Base):
     type: Mapped[str] = mapped_column(String(16))
     partial: Mapped[bool] = mapped_column(Boolean, default=False)
     dropped: Mapped[bool] = mapped_column(Boolean, default=False)
-    content: Mapped[dict[str, Any]] = mapped_column(JsonType)
-    raw: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    content: Mapped[JsonObject] = mapped_column(JsonType)
+    raw: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
@@ -192,8 +193,8 @@ class Run(Base):
     resumed_from: Mapped[str | None] = mapped_column(String(36), nullable=True)
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
     error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
-    usage: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
-    cost: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    usage: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
+    cost: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
@@ -223,8 +224,8 @@ class ToolCall(Base):
     tool_call_id: Mapped[str] = mapped_column(Text)
     tool_name: Mapped[str | None] = mapped_column(Text, nullable=True)
     kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    input: Mapped[Any] = mapped_column(JsonType, nullable=True)
-    output: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    input: Mapped[JsonValue] = mapped_column(JsonType, nullable=True)
+    output: Mapped[JsonValue] = mapped_column(JsonType, nullable=True)
     status: Mapped[str] = mapped_column(String(16))
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     step_number: Mapped[int] = mapped_column(Integer)
@@ -241,8 +242,8 @@ class Permission(Base):
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     tool_call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
-    options: Mapped[Any] = mapped_column(JsonType)
-    outcome: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    options: Mapped[JsonValue] = mapped_column(JsonType)
+    outcome: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
 
