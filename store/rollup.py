@@ -43,6 +43,7 @@ __all__ = [
     "STATUS_COLUMNS",
     "backfill_sql",
     "drop_trigger_sql",
+    "fence",
     "run_table",
     "tool_table",
     "trigger_sql",
@@ -165,7 +166,13 @@ def _hist(sign: str) -> str:
     return ", ".join(f"SUM(CASE WHEN d.bin = {i} THEN {sign} ELSE 0 END)" for i in range(len(HIST)))
 
 
-def _run_rows(source: str) -> str:
+def fence(dialect: str) -> str:
+    """Appended to a subquery, keeps it one (neither database then pastes its expressions,
+    e.g. the CASE of ``bin_sql``, into each of the outer query's ~100 that use them)."""
+    return " LIMIT -1 OFFSET 0" if dialect == "sqlite" else " OFFSET 0"
+
+
+def _run_rows(source: str, dialect: str) -> str:
     """SELECT of the roll-up rows (one per key) of the runs in ``source``."""
     statuses = ", ".join(
         f"SUM(CASE WHEN d.status = '{s}' THEN d.sign ELSE 0 END)" for s in STATUSES
@@ -188,7 +195,7 @@ def _run_rows(source: str) -> str:
         "SUM(d.sign * COALESCE(d.output_tokens, 0)), SUM(d.sign * COALESCE(d.cached_tokens, 0)),"
         " SUM(CASE WHEN d.cost_amount IS NULL THEN 0 ELSE d.sign END), "
         f"SUM(d.sign * COALESCE(d.cost_amount, 0)), {_hist('d.sign')} "
-        f"FROM ({source}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key}"
+        f"FROM ({source}{fence(dialect)}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key}"
     )
 
 
@@ -201,7 +208,7 @@ def _tool_source(dialect: str, record: str, run: str, sign: str) -> str:
     )
 
 
-def _tool_rows(source: str) -> str:
+def _tool_rows(source: str, dialect: str) -> str:
     key = (
         "g.grain, CASE WHEN g.ka = 1 THEN d.agent_id ELSE '' END, "
         "CASE WHEN g.kr = 1 THEN d.repo_id ELSE '' END, d.epoch - d.epoch % g.grain, "
@@ -209,7 +216,7 @@ def _tool_rows(source: str) -> str:
     )
     return (
         f"SELECT {key}, SUM(d.sign), SUM(CASE WHEN d.status = 'error' THEN d.sign ELSE 0 END), "
-        f"{_hist('d.sign')} FROM ({source}) AS d, ({_TOOL_SHAPES_SQL}) AS g "
+        f"{_hist('d.sign')} FROM ({source}{fence(dialect)}) AS d, ({_TOOL_SHAPES_SQL}) AS g "
         f"WHERE 1 = 1 GROUP BY {key}"
     )
 
@@ -236,7 +243,10 @@ def backfill_sql(dialect: str) -> list[str]:
         f"SELECT {_tool_source(dialect, 't', 'r', '1')} "
         "FROM tool_calls t JOIN runs r ON r.id = t.run_id"
     )
-    return [_upsert("stats_runs", _run_rows(runs)), _upsert("stats_tools", _tool_rows(tools))]
+    return [
+        _upsert("stats_runs", _run_rows(runs, dialect)),
+        _upsert("stats_tools", _tool_rows(tools, dialect)),
+    ]
 
 
 _RUN_WATCHED = (
@@ -265,7 +275,8 @@ def _statements(dialect: str) -> dict[str, list[str]]:
 
     def runs(*records: tuple[str, int]) -> str:
         return _upsert(
-            "stats_runs", _run_rows(_union([_run_source(dialect, r, s) for r, s in records]))
+            "stats_runs",
+            _run_rows(_union([_run_source(dialect, r, s) for r, s in records]), dialect),
         )
 
     def run_tools(run: str, sign: str) -> str:
@@ -273,14 +284,14 @@ def _statements(dialect: str) -> dict[str, list[str]]:
             f"SELECT {_tool_source(dialect, 't', run, sign)} FROM tool_calls t "
             f"WHERE t.run_id = {run}.id"
         )
-        return _upsert("stats_tools", _tool_rows(source))
+        return _upsert("stats_tools", _tool_rows(source, dialect))
 
     def tools(*records: tuple[str, str]) -> str:
         parts = [
             f"SELECT {_tool_source(dialect, rec, 'r', sign)} FROM runs r WHERE r.id = {rec}.run_id"
             for rec, sign in records
         ]
-        return _upsert("stats_tools", _tool_rows(" UNION ALL ".join(parts)))
+        return _upsert("stats_tools", _tool_rows(" UNION ALL ".join(parts), dialect))
 
     return {
         "run_insert": [runs(("NEW", 1))],

@@ -24,7 +24,17 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
-from store.rollup import BINS, DAY, FOUR_HOURS, HIST, HOUR, QUARTER, STATUS_COLUMNS, bin_sql
+from store.rollup import (
+    BINS,
+    DAY,
+    FOUR_HOURS,
+    HIST,
+    HOUR,
+    QUARTER,
+    STATUS_COLUMNS,
+    bin_sql,
+    fence,
+)
 
 __all__ = [
     "EXACT_LIMIT",
@@ -185,7 +195,7 @@ _RUN_COLUMNS = ", ".join(
 )
 
 
-def _raw_runs(raw: str, kdim: str, where: str) -> str:
+def _raw_runs(raw: str, kdim: str, where: str, dialect: str) -> str:
     """The runs of the raw pieces, one row each, in the columns of the roll-up's rows."""
     kval = {"status": "t.status", "agent": "t.agent_id", "repo": "t.repo_id"}.get(kdim, "''")
     columns = [
@@ -212,7 +222,7 @@ def _raw_runs(raw: str, kdim: str, where: str) -> str:
     return (
         f"SELECT {select} FROM (SELECT r.label, {_RUN_COLUMNS}, "
         f"{bin_sql('runs.duration_ms')} AS bin FROM {raw} JOIN runs "
-        f"ON runs.created_at >= r.a AND runs.created_at < r.b{where}) AS t"
+        f"ON runs.created_at >= r.a AND runs.created_at < r.b{where}{fence(dialect)}) AS t"
     )
 
 
@@ -275,7 +285,7 @@ async def run_buckets(
         )
         params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
-        parts.append(_raw_runs(raw, kdim, where))
+        parts.append(_raw_runs(raw, kdim, where, dialect))
     sums = ", ".join(f"SUM({c})" for c in (*_RUN_SUMS, *HIST))
     stmt = (
         f"SELECT label, kval, cur_null, currency, {sums} FROM ("

@@ -8,13 +8,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
-from store.rollup import DAY, HIST, HOUR, bin_sql
+from store.rollup import DAY, HIST, HOUR, bin_sql, fence
 from store.stats_fast import EXACT_LIMIT, approx_count, estimate, plan, us
 
 __all__ = ["tool_stats"]
 
 
-def _raw(raw: str, query: exact.StatsQuery) -> str:
+def _raw(raw: str, query: exact.StatsQuery, dialect: str) -> str:
     join = ""
     if query.agent_id or query.repo_id:
         join = " JOIN runs ON runs.id = tool_calls.run_id"
@@ -29,7 +29,7 @@ def _raw(raw: str, query: exact.StatsQuery) -> str:
         "SELECT tool_calls.tool_name, tool_calls.status, "
         f"{bin_sql('tool_calls.duration_ms')} AS bin FROM {raw} JOIN tool_calls "
         "ON tool_calls.created_at >= r.a AND tool_calls.created_at < r.b"
-        f"{join}) AS t"
+        f"{join}{fence(dialect)}) AS t"
     )
 
 
@@ -55,7 +55,7 @@ async def tool_stats(
             "WHERE s.fa = :fa AND s.fr = :fr"
         )
     if raw is not None:
-        parts.append(_raw(raw, query))
+        parts.append(_raw(raw, query, dialect))
     sums = ", ".join(f"SUM({h})" for h in HIST)
     stmt = (
         f"SELECT name, SUM(calls), SUM(failures), {sums} FROM ("
