@@ -149,6 +149,28 @@ def _values(dialect: str, rows: list[str], names: tuple[str, ...]) -> str:
     return f"(VALUES {body}) AS r({', '.join(names)})"
 
 
+def each(
+    dialect: str, ranges: str, table: str, condition: str, columns: str, then: str = ""
+) -> str:
+    """``ranges`` (alias r) joined to the rows of ``table`` that ``condition`` picks for
+    each range, as a nested loop whatever the planner estimates: CROSS JOIN keeps SQLite's
+    order; on PostgreSQL, a LATERAL subquery that OFFSET 0 keeps from being pulled up.
+    ``then`` joins more tables to ``table``."""
+    if dialect == "sqlite":
+        return f"{ranges} CROSS JOIN {table} ON {condition}{then}"
+    alias = table.split()[-1]
+    return (
+        f"{ranges} CROSS JOIN LATERAL (SELECT {columns} FROM {table}{then} "
+        f"WHERE {condition} OFFSET 0) AS {alias}"
+    )
+
+
+async def no_jit(db: AsyncSession) -> None:
+    """PostgreSQL would compile these wide statements (JIT) for seconds: not here."""
+    if db.get_bind().dialect.name == "postgresql":
+        await db.execute(text("SET LOCAL jit = off"))
+
+
 def plan(pieces: list[Piece], grains: Sequence[int], dialect: str) -> tuple[str | None, str | None]:
     """(the slot ranges, the raw pieces) of ``pieces`` as derived tables, or None."""
     slots: list[str] = []
@@ -219,10 +241,16 @@ def _raw_runs(raw: str, kdim: str, where: str, dialect: str) -> str:
         *((h, f"CASE WHEN t.bin = {i} THEN 1 ELSE 0 END") for i, h in enumerate(HIST)),
     ]
     select = ", ".join(f"{expr} AS {name}" for name, expr in columns)
+    runs = each(
+        dialect,
+        raw,
+        "runs",
+        f"runs.created_at >= r.a AND runs.created_at < r.b{where}",
+        _RUN_COLUMNS,
+    )
     return (
         f"SELECT {select} FROM (SELECT r.label, {_RUN_COLUMNS}, "
-        f"{bin_sql('runs.duration_ms')} AS bin FROM {raw} JOIN runs "
-        f"ON runs.created_at >= r.a AND runs.created_at < r.b{where}{fence(dialect)}) AS t"
+        f"{bin_sql('runs.duration_ms')} AS bin FROM {runs}{fence(dialect)}) AS t"
     )
 
 
@@ -278,11 +306,15 @@ async def run_buckets(
     parts = []
     if slots is not None:
         columns = ", ".join(f"s.{c}" for c in (*_RUN_SUMS, *HIST))
-        parts.append(
-            f"SELECT r.label, s.kval, s.cur_null, s.currency, {columns} FROM {slots} "
-            "JOIN stats_runs s ON s.grain = r.g AND s.slot >= r.lo AND s.slot < r.hi "
-            "WHERE s.fa = :fa AND s.fr = :fr AND s.kdim = :kdim"
+        rows = each(
+            dialect,
+            slots,
+            "stats_runs s",
+            "s.grain = r.g AND s.fa = :fa AND s.fr = :fr AND s.kdim = :kdim "
+            "AND s.slot >= r.lo AND s.slot < r.hi",
+            "s.*",
         )
+        parts.append(f"SELECT r.label, s.kval, s.cur_null, s.currency, {columns} FROM {rows}")
         params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
         parts.append(_raw_runs(raw, kdim, where, dialect))
@@ -292,8 +324,8 @@ async def run_buckets(
         + " UNION ALL ".join(parts)
         + ") AS u GROUP BY label, kval, cur_null, currency"
     )
-    rows = (await db.execute(text(stmt), params)).all()
-    return _buckets(rows, group_by, fixed)
+    await no_jit(db)
+    return _buckets((await db.execute(text(stmt), params)).all(), group_by, fixed)
 
 
 def _buckets(rows: Sequence[Any], group_by: str, fixed: str | None) -> list[exact.Bucket]:

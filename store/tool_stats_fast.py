@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
 from store.rollup import DAY, HIST, HOUR, bin_sql, fence
-from store.stats_fast import EXACT_LIMIT, approx_count, estimate, plan, us
+from store.stats_fast import EXACT_LIMIT, approx_count, each, estimate, no_jit, plan, us
 
 __all__ = ["tool_stats"]
 
@@ -23,13 +23,19 @@ def _raw(raw: str, query: exact.StatsQuery, dialect: str) -> str:
         if query.repo_id:
             join += " AND runs.repo_id = :repo"
     hist = ", ".join(f"CASE WHEN t.bin = {i} THEN 1 ELSE 0 END AS {h}" for i, h in enumerate(HIST))
+    calls = each(
+        dialect,
+        raw,
+        "tool_calls",
+        "tool_calls.created_at >= r.a AND tool_calls.created_at < r.b",
+        "tool_calls.tool_name, tool_calls.status, tool_calls.duration_ms",
+        join,
+    )
     return (
         "SELECT t.tool_name AS name, 1 AS calls, "
         f"CASE WHEN t.status = 'error' THEN 1 ELSE 0 END AS failures, {hist} FROM ("
         "SELECT tool_calls.tool_name, tool_calls.status, "
-        f"{bin_sql('tool_calls.duration_ms')} AS bin FROM {raw} JOIN tool_calls "
-        "ON tool_calls.created_at >= r.a AND tool_calls.created_at < r.b"
-        f"{join}{fence(dialect)}) AS t"
+        f"{bin_sql('tool_calls.duration_ms')} AS bin FROM {calls}{fence(dialect)}) AS t"
     )
 
 
@@ -50,9 +56,14 @@ async def tool_stats(
         columns = ", ".join(f"s.{h}" for h in HIST)
         parts.append(
             "SELECT CASE WHEN s.name_null = 1 THEN NULL ELSE s.tool_name END AS name, "
-            f"s.calls, s.failures, {columns} FROM {slots} JOIN stats_tools s "
-            "ON s.grain = r.g AND s.slot >= r.lo AND s.slot < r.hi "
-            "WHERE s.fa = :fa AND s.fr = :fr"
+            f"s.calls, s.failures, {columns} FROM "
+            + each(
+                dialect,
+                slots,
+                "stats_tools s",
+                "s.grain = r.g AND s.fa = :fa AND s.fr = :fr AND s.slot >= r.lo AND s.slot < r.hi",
+                "s.*",
+            )
         )
     if raw is not None:
         parts.append(_raw(raw, query, dialect))
@@ -63,6 +74,7 @@ async def tool_stats(
         + ") AS u GROUP BY name HAVING SUM(calls) > 0 ORDER BY SUM(calls) DESC, name "
         f"LIMIT {int(limit)}"
     )
+    await no_jit(db)
     out: list[exact.ToolStat] = []
     for name, calls, failures, *hist in await db.execute(text(stmt), params):
         counts = [int(n) for n in hist]
