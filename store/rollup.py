@@ -162,6 +162,12 @@ _SHAPES_SQL = _union(
 _TOOL_SHAPES_SQL = _union([f"{g} AS grain, {a} AS ka, {r} AS kr" for g, a, r in TOOL_SHAPES])
 
 
+# Rows are written in key order: concurrent writers on PostgreSQL then lock the roll-up
+# rows they share in one order (no deadlock between two single-statement writers), and
+# SQLite fills its WITHOUT ROWID tree in order.
+_ORDER = "1, 2, 3, 4, 5, 6, 7, 8"
+
+
 def _hist(sign: str) -> str:
     return ", ".join(f"SUM(CASE WHEN d.bin = {i} THEN {sign} ELSE 0 END)" for i in range(len(HIST)))
 
@@ -195,7 +201,8 @@ def _run_rows(source: str, dialect: str) -> str:
         "SUM(d.sign * COALESCE(d.output_tokens, 0)), SUM(d.sign * COALESCE(d.cached_tokens, 0)),"
         " SUM(CASE WHEN d.cost_amount IS NULL THEN 0 ELSE d.sign END), "
         f"SUM(d.sign * COALESCE(d.cost_amount, 0)), {_hist('d.sign')} "
-        f"FROM ({source}{fence(dialect)}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key}"
+        f"FROM ({source}{fence(dialect)}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key} "
+        f"ORDER BY {_ORDER}"
     )
 
 
@@ -217,7 +224,7 @@ def _tool_rows(source: str, dialect: str) -> str:
     return (
         f"SELECT {key}, SUM(d.sign), SUM(CASE WHEN d.status = 'error' THEN d.sign ELSE 0 END), "
         f"{_hist('d.sign')} FROM ({source}{fence(dialect)}) AS d, ({_TOOL_SHAPES_SQL}) AS g "
-        f"WHERE 1 = 1 GROUP BY {key}"
+        f"WHERE 1 = 1 GROUP BY {key} ORDER BY {_ORDER[:-6]}"
     )
 
 
