@@ -8,7 +8,8 @@ run's agent/repository or ``''`` for "any". Every run is counted in the rows of
 ``SHAPES``: whole UTC days in every combination a query can ask for (grouped by
 agent, repo, status or none, filtered by agent and/or repository or not), and 4 h / 1 h
 slots ungrouped (for day buckets of zones that are not UTC), 15 min slots unfiltered too
-(for zones with half- and quarter-hour offsets). Each row holds the run count, the count
+(for zones with half- and quarter-hour offsets), and 1 h slots grouped but unfiltered
+(the edges of a range grouped by agent, repo or status). Each row holds the run count, the count
 per status, tool calls and failures, the sums of duration, tokens and cost, and a
 histogram of durations (``h0``..: bins ``[BINS[i-1], BINS[i])`` ms, ``h0`` below 1 ms, the
 last open) from which large ranges estimate median and p95 (store/stats_fast.py).
@@ -40,6 +41,7 @@ from sqlalchemy import (
 __all__ = [
     "BINS",
     "HIST",
+    "SHAPES",
     "STATUS_COLUMNS",
     "backfill_sql",
     "drop_trigger_sql",
@@ -69,6 +71,7 @@ SHAPES: tuple[tuple[int, int, int, str], ...] = (
     (DAY, 1, 0, "repo"),
     *((g, a, r, "-") for g in (FOUR_HOURS, HOUR) for a in (0, 1) for r in (0, 1)),
     (QUARTER, 0, 0, "-"),
+    *((HOUR, 0, 0, k) for k in ("status", "agent", "repo")),
 )
 TOOL_SHAPES: tuple[tuple[int, int, int], ...] = tuple(
     (g, a, r) for g in (DAY, HOUR) for a in (0, 1) for r in (0, 1)

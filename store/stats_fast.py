@@ -30,10 +30,8 @@ from store import stats as exact
 from store.rollup import (
     BINS,
     DAY,
-    FOUR_HOURS,
     HIST,
-    HOUR,
-    QUARTER,
+    SHAPES,
     STATUS_COLUMNS,
     bin_sql,
     fence,
@@ -310,9 +308,9 @@ async def run_buckets(
         kdim, fixed = "-", fa
     if group_by == "repo" and fr:
         kdim, fixed = "-", fr
-    grains: tuple[int, ...] = (DAY,)
-    if kdim == "-":
-        grains = (DAY, FOUR_HOURS, HOUR, QUARTER) if not fa and not fr else (DAY, FOUR_HOURS, HOUR)
+    # the slots the roll-up keeps for this grouping and these filters, largest first
+    shape = (int(bool(fa)), int(bool(fr)), kdim)
+    grains = sorted({g for g, *rest in SHAPES if tuple(rest) == shape}, reverse=True)
     if group_by == "day":
         pieces = day_intervals(query.tz, query.start, query.end)
     else:
