@@ -270,17 +270,9 @@ def report(label: str, rows: list[tuple[str, float, float]]) -> None:
         print(f"  {name:<40} {median:>10.1f} {best:>9.1f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--pg", help="an empty PostgreSQL database (SQLAlchemy URL)")
-    args = parser.parse_args()
-    now = datetime.now(UTC)
-    began = time.perf_counter()
-    runs, tools = history(args.runs, now)
-    took = time.perf_counter() - began
-    print(f"generated {len(runs)} runs, {len(tools)} tool calls in {took:.1f} s")
+def bench_sqlite(
+    runs: list[tuple[Any, ...]], tools: list[tuple[Any, ...]], now: datetime, repeat: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         url = f"sqlite+aiosqlite:///{path}"
@@ -292,7 +284,23 @@ def main() -> None:
         print(f"SQLite filled in {took:.1f} s ({path.stat().st_size >> 20} MiB)")
         took = asyncio.run(roll_up(url, off=False))
         print(f"SQLite roll-up filled in {took:.1f} s ({path.stat().st_size >> 20} MiB)")
-        report(f"SQLite {sqlite3.sqlite_version}", asyncio.run(measure(url, now, args.repeat)))
+        report(f"SQLite {sqlite3.sqlite_version}", asyncio.run(measure(url, now, repeat)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pg", help="an empty PostgreSQL database (SQLAlchemy URL)")
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    args = parser.parse_args()
+    now = datetime.now(UTC)
+    began = time.perf_counter()
+    runs, tools = history(args.runs, now)
+    took = time.perf_counter() - began
+    print(f"generated {len(runs)} runs, {len(tools)} tool calls in {took:.1f} s")
+    if not args.no_sqlite:
+        bench_sqlite(runs, tools, now, args.repeat)
     if args.pg:
         asyncio.run(prepare(args.pg))
         asyncio.run(roll_up(args.pg, off=True))
