@@ -135,7 +135,8 @@ async def write_history(db: Database, rnd: random.Random, repos: list[str]) -> l
 
 async def mutate(db: Database, rnd: random.Random, sessions: list[str]) -> None:
     """What the server does to rows already counted: runs end, pause and resume, tool
-    calls finish, rows go away (one by one and with their session)."""
+    calls finish, rows go away (one by one and with their session); and a run moving to
+    another agent (its tool calls move with it)."""
     async with db.write() as s, s.begin():
         runs = (await s.execute(select(Run).where(Run.session_id.in_(sessions)))).scalars().all()
         for run in runs:
@@ -153,6 +154,10 @@ async def mutate(db: Database, rnd: random.Random, sessions: list[str]) -> None:
                 )
             elif rnd.random() < 0.1:
                 await s.execute(delete(Run).where(Run.id == run.id))
+            elif rnd.random() < 0.1:  # not done by the server; the roll-up follows anyway
+                await s.execute(
+                    update(Run).where(Run.id == run.id).values(agent_id=rnd.choice(AGENTS))
+                )
         calls = (await s.execute(select(ToolCall.id))).scalars().all()
         for call in calls:
             if rnd.random() < 0.3:
