@@ -1,9 +1,9 @@
 """The ACP client: the editor's side of the Agent Client Protocol.
 
 It drives the agent (initialize, authenticate, session/new|load|resume, prompt, cancel)
-and answers what the agent asks of the client: permissions (relayed to the host through
-``ClientCallbacks``), file access confined to the session's ``Workspace``, terminals, and
--32601 for anything else.
+and answers what the agent asks of the client: permissions and elicitations (relayed to
+the host through ``ClientCallbacks``), file access confined to the session's
+``Workspace``, terminals, and -32601 for anything else.
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ class ClientCallbacks(Protocol):
         """Register the request (in order); return the awaitable ``outcome`` object."""
         ...
 
+    async def on_elicitation_request(
+        self, params: dict[str, Any], raw: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]:
+        """``elicitation/create`` (only when the client was made with ``elicitation``):
+        register it (in order); return the awaitable answer (``{action, content?}``)."""
+        ...
+
 
 class TerminalHost(Protocol):
     async def handle(self, method: str, params: dict[str, Any]) -> Any: ...
@@ -55,8 +62,10 @@ class AcpClient:
         *,
         terminals: TerminalHost | None = None,
         request_timeout: float = 60.0,
+        elicitation: bool = False,
     ) -> None:
         self._callbacks = callbacks
+        self._elicitation = elicitation
         self._workspace = workspace
         self._terminals = terminals
         self._timeout = request_timeout
@@ -115,12 +124,17 @@ class AcpClient:
                 "clientCapabilities": {
                     "fs": {"readTextFile": True, "writeTextFile": True},
                     "terminal": self._terminals is not None,
+                    **self._elicitation_capability(),
                 },
                 "clientInfo": CLIENT_INFO,
             },
         )
         self.init_result = result if isinstance(result, dict) else {}
         return self.init_result
+
+    def _elicitation_capability(self) -> dict[str, Any]:
+        """Form and URL elicitation; ACP's schema spells "supported" as an empty object."""
+        return {"elicitation": {"form": {}, "url": {}}} if self._elicitation else {}
 
     async def authenticate(self, method_id: str) -> None:
         await self.connection.request(
@@ -234,6 +248,10 @@ class AcpClient:
             self._check_session(params)
             outcome = await self._callbacks.on_permission_request(params, request.raw)
             return _wrap_outcome(outcome)
+        if method == "elicitation/create" and self._elicitation:
+            if "sessionId" in params or "requestId" not in params:
+                self._check_session(params)  # else asked outside a session: still this agent's
+            return await self._callbacks.on_elicitation_request(params, request.raw)
         if method == "fs/read_text_file":
             self._check_session(params)
             return self._read_text_file(params)

@@ -29,7 +29,6 @@ from server.sessions.workspaces import service as workspace_service
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
-from server.web import openapi
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
@@ -101,6 +100,18 @@ def ui_routes(directory: Path) -> list[Route]:
         Route("/", asset, methods=["GET", "HEAD"]),
         Route("/{name}", asset, methods=["GET", "HEAD"]),
     ]
+
+
+def openapi_route() -> Route:
+    """``GET /openapi.json``; the document's modules load on its first request (~30 ms
+    less start-up)."""
+
+    async def endpoint(request: Request) -> Response:
+        from server.web.openapi import openapi_json
+
+        return await openapi_json(request)
+
+    return Route("/openapi.json", endpoint, methods=["GET"], name="openapi")
 
 
 def _prepare_paths(settings: Settings) -> None:
@@ -187,7 +198,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *runs.routes,
         *stats.routes,
         *ws.routes,
-        openapi.route(),
+        openapi_route(),
     ]
     if STATIC.is_dir():
         routes += ui_routes(STATIC)

@@ -320,6 +320,23 @@ class Settings:
         values.update(changes)
         return Settings(**values)
 
+    @property
+    def prompt_room_bytes(self) -> int:
+        """What a prompt's body (``POST …/prompt``, the WebSocket ``prompt`` frame) may
+        need beyond MAX_BODY_BYTES / MAX_WS_MESSAGE_BYTES: its text at MAX_PROMPT_BYTES
+        and one image at MAX_IMAGE_BYTES in base64, plus 64 KiB of JSON around them."""
+        return self.max_prompt_bytes + 4 * ((self.max_image_bytes + 2) // 3) + 65536
+
+    @property
+    def max_prompt_body_bytes(self) -> int:
+        """The largest ``POST …/prompt`` body."""
+        return max(self.max_body_bytes, self.prompt_room_bytes)
+
+    @property
+    def max_prompt_frame_bytes(self) -> int:
+        """The largest WebSocket ``prompt`` frame."""
+        return max(self.max_ws_message_bytes, self.prompt_room_bytes)
+
     def accepted_hosts(self) -> frozenset[str] | None:
         """The host names a request's ``Host`` may carry (None: any). By default the
         loopback names, the listen address and this node's URL host; a wildcard listen

@@ -24,6 +24,7 @@ __all__ = [
     "Isolation",
     "Message",
     "MessageType",
+    "ElicitationAnswer",
     "PermissionAnswer",
     "PromptBody",
     "RegisterRepo",
@@ -213,6 +214,17 @@ class PromptBody(_Body):
 
 class PermissionAnswer(_Body):
     option_id: NonBlank
+
+
+class ElicitationAnswer(_Body):
+    action: Literal["accept", "decline", "cancel"]
+    content: Annotated[
+        dict[str, Any] | None,
+        msgspec.Meta(
+            description="With accept on a form: the answer, matching the requestedSchema "
+            "(else 422 and the request stays pending)."
+        ),
+    ] = None
 
 
 class ForkBody(_Body):

@@ -15,6 +15,8 @@ from store.models import Message, SessionRecord
 
 __all__ = [
     "MessageFilter",
+    "asked_elicitation",
+    "pending_elicitations",
     "count_live_between",
     "drop_between",
     "drop_messages_after",
@@ -61,6 +63,28 @@ async def last_of_type(db: AsyncSession, session_id: str, kind: str) -> Message 
         .limit(1)
     )
     return (await db.execute(query)).scalar_one_or_none()
+
+
+async def asked_elicitation(db: AsyncSession, session_id: str, request_id: str) -> bool:
+    """Whether the session's log holds elicitation ``request_id`` (dropped ones too)."""
+    query = select(Message.content).where(
+        Message.session_id == session_id, Message.type == "elicitation"
+    )
+    contents = (await db.execute(query)).scalars()
+    return any(c.get("requestId") == request_id for c in contents if isinstance(c, dict))
+
+
+async def pending_elicitations(db: AsyncSession, session_id: str) -> list[Message]:
+    """The session's elicitation messages whose request has no outcome stored yet."""
+    query = (
+        select(Message)
+        .where(Message.session_id == session_id, Message.type == "elicitation")
+        .order_by(Message.seq)
+    )
+    latest: dict[Any, Message] = {}
+    for message in (await db.execute(query)).scalars():
+        latest[message.content.get("requestId")] = message
+    return [m for m in latest.values() if m.content.get("outcome") is None]
 
 
 async def get_message(db: AsyncSession, message_id: str) -> Message | None:

@@ -119,8 +119,12 @@ async def list_runs(
         query = query.where(Run.status.in_(where.statuses))
     if before is not None:
         created, ident = before
+        # The bound first, alone: SQLite searches ix_runs_created from it. As one OR
+        # ("earlier, or as early with a smaller id") it scanned the index from the newest
+        # run down to the cursor (measured: 3.6 -> 20 ms of CPU a deep page, 11k -> 201k
+        # runs; scripts/bench-scale).
         query = query.where(
-            (Run.created_at < created) | ((Run.created_at == created) & (Run.id < ident))
+            Run.created_at <= created, (Run.created_at < created) | (Run.id < ident)
         )
     query = query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)
     return (await db.execute(query)).scalars().all()
@@ -147,8 +151,8 @@ async def list_tool_calls(
         query = query.where(ToolCall.status.in_(statuses))
     if after is not None:
         step, ident = after
-        query = query.where(
-            (ToolCall.step_number > step) | ((ToolCall.step_number == step) & (ToolCall.id > ident))
+        query = query.where(  # the bound alone first, as in list_runs
+            ToolCall.step_number >= step, (ToolCall.step_number > step) | (ToolCall.id > ident)
         )
     query = query.order_by(ToolCall.step_number, ToolCall.id).limit(limit)
     return (await db.execute(query)).scalars().all()

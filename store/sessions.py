@@ -95,9 +95,9 @@ async def list_sessions(
     query = _filtered(select(SessionRecord), where)
     if before is not None:
         created, ident = before
-        query = query.where(
-            (SessionRecord.created_at < created)
-            | ((SessionRecord.created_at == created) & (SessionRecord.id < ident))
+        query = query.where(  # the bound alone first: an index range (see runs.list_runs)
+            SessionRecord.created_at <= created,
+            (SessionRecord.created_at < created) | (SessionRecord.id < ident),
         )
     else:
         query = query.offset(offset)

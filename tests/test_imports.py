@@ -113,10 +113,15 @@ def test_package_inits_name_their_api(package: str) -> None:
         assert exported, f"{init.relative_to(ROOT)} has no __all__"
         names = ast.literal_eval(exported[0].value)
         assert names and len(set(names)) == len(names), init
+        # top level, or under `if TYPE_CHECKING:` for names a PEP 562 __getattr__ loads
+        top_level = [
+            *tree.body,
+            *(inner for node in tree.body if isinstance(node, ast.If) for inner in node.body),
+        ]
         defined = (
             {
                 alias.asname or alias.name
-                for node in tree.body
+                for node in top_level
                 if isinstance(node, ast.ImportFrom | ast.Import)
                 for alias in node.names
             }
@@ -287,3 +292,60 @@ def test_server_builds_no_sql() -> None:
         for name in sql_builders(path)
     }
     assert offenders == set()
+
+
+# -- what a plain start loads ----------------------------------------------------------
+
+_START = """
+import sys, anyio
+from server.settings import load_settings
+from server.app import create_app
+
+async def main():
+    app = create_app(load_settings(env_file=None))
+    async with app.router.lifespan_context(app):
+        pass
+
+anyio.run(main)
+lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema'}
+print(sorted({n.split('.')[0] for n in sys.modules} & lazy))
+"""
+
+
+def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path) -> None:
+    """Alembic loads only when the schema is behind (the first start migrates the fresh
+    file), the PostgreSQL driver only with a PostgreSQL URL, httpx only when clustering,
+    jsonschema only when an elicitation comes."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    (tmp_path / "workspace").mkdir()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}",
+        "AGENT_WORKSPACE_ROOT": str(tmp_path / "workspace"),
+        "AGENTS_FILE": "",
+        "AUTO_REGISTER_REPOS": "false",
+    }
+
+    def start() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", _START],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+
+    assert start() == "['alembic']"  # a fresh file: migrated
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        (version,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
+        assert "messages" in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    from store.migrate import head_revision
+
+    assert version == head_revision()
+    assert start() == "[]"  # at head: one query, no Alembic

@@ -10,9 +10,9 @@ Protocol
     DEMO_AGENT_LOAD=1), ``session/prompt``, ``session/cancel``. Anything else is -32601;
     unknown notifications are ignored. It reads and writes files only through the
     client's ``fs/read_text_file`` / ``fs/write_text_file`` and asks
-    ``session/request_permission`` before writing (``probe`` does not ask: it tests the
-    client's confinement). Terminals only through ``terminal/*`` when advertised. Exit code
-    0 when stdin closes.
+    ``session/request_permission`` (``save``: an elicitation form) before writing
+    (``probe`` does not ask: it tests the client's confinement). Terminals only through
+    ``terminal/*`` when advertised. Exit code 0 when stdin closes.
 
 The default turn (any prompt text T that is not a command below)
     2 agent_thought_chunk, a plan (pending), tool call ``call_1`` "Read README.md"
@@ -32,6 +32,15 @@ Prompt commands (the whole prompt text; arguments must parse, else it is T)
         diff block) + permission (allow / allow-always / reject); allowed: written
         through fs/write_text_file to <cwd>/<relpath>; rejected: failed, "rejected by
         user"; permission cancelled: stopReason cancelled.
+    ``save <relpath> <content...>``  the risky write: when the client advertised
+        elicitation forms, first an ``elicitation/create`` form (``path``, default
+        relpath; ``overwrite``, default false); accepted: tool call ``call_2`` writes
+        the chosen file without a permission request (an existing file only with
+        overwrite); declined: not written; cancelled: stopReason cancelled. Without
+        the capability it is ``write``.
+    ``elicit form <schema json>`` / ``elicit url <url>`` / ``elicit <mode>``  one
+        ``elicitation/create`` of that mode (only a mode the client advertised, else it
+        says so); the reply has ``Elicitation answer: <the answer as JSON>``.
     ``ask-permission-bare``  a permission request for ``call_bare`` with no tool_call
         before it, then a tool_call_update for it (completed; failed if rejected).
     ``tools N [permission]``  tool calls call_1..call_N ("Tool k", kind read / search

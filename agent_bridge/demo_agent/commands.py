@@ -22,13 +22,14 @@ MAX_PROBES = 10_000
 MAX_OUTPUT_LIMIT = 1 << 30
 PROBE_OPS = ("read", "write", "terminal")
 
-_WRITE = re.compile(r"write\s+(\S+)(?:\s+(.*))?", re.DOTALL)
+_WRITE = re.compile(r"(write|save)\s+(\S+)(?:\s+(.*))?", re.DOTALL)
+_ELICIT = re.compile(r"elicit\s+(\S+)(?:\s+(.*))?", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Command:
     name: str = "default"
-    """default, write, ask-permission-bare, tools, slow, flood, history, crash, hang,
+    """default, write, save, elicit, ask-permission-bare, tools, slow, flood, history, crash, hang,
     grandchildren, garbage, huge-line, endless-line, stderr-flood, probe, env-names,
     terminal, terminal-start."""
     count: int = 0
@@ -80,7 +81,9 @@ def parse_command(text: str) -> Command:
         inner = parse_command(rest) if rest else Command()
         return replace(inner, ignore_sigterm=True)
     if match := _WRITE.fullmatch(text.strip()):
-        return Command("write", path=match.group(1), content=match.group(2) or "")
+        return Command(match.group(1), path=match.group(2), content=match.group(3) or "")
+    if match := _ELICIT.fullmatch(text.strip()):  # path: the mode; content: its argument
+        return Command("elicit", path=match.group(1), content=match.group(2) or "")
     if words and words[0] in ("probe", "probe-all", "terminal", "terminal-start"):
         rest = text.strip()[len(words[0]) :].strip()
         parsed = _parse_rest(words[0], rest)

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import controls, flood, modes, probes
+from . import controls, elicit, flood, modes, probes
 from .commands import Command
 from .turn import Turn, text_block
 from .wire import RemoteError
@@ -74,6 +74,30 @@ def _variant(command: Command) -> tuple[list[tuple[str, str]], Body]:
             return None if wrote is None else [read, wrote]
 
         return plan, write
+    if name == "save":
+        plan = [("Choose the file", "high"), (f"Save {command.path}", "high"), ("Answer", "medium")]
+
+        async def save(turn: Turn) -> list[str] | None:
+            if not turn.client.elicitation_form:  # no forms: the permission request asks
+                wrote = await _write_step(turn, "call_2", command.path, command.content)
+                return None if wrote is None else [wrote]
+            chosen = await elicit.choose_file(turn, command.path)
+            if chosen is None:
+                return None
+            path, refused = chosen
+            if refused is not None:
+                return [f"I did not save {path} ({refused})."]
+            wrote = await _write_step(turn, "call_2", path, command.content, confirmed=True)
+            return None if wrote is None else [wrote]
+
+        return plan, save
+    if name == "elicit":
+        mode, argument = command.path, command.content
+
+        async def asking(turn: Turn) -> list[str] | None:
+            return await elicit.elicit_body(turn, mode, argument)
+
+        return [("Ask the person", "high"), ("Answer", "medium")], asking
     if name == "ask-permission-bare":
         return [("Run a command", "high"), ("Answer", "medium")], _bare
     if name == "tools":
@@ -182,8 +206,11 @@ async def _read_step(turn: Turn, tool_call_id: str) -> str:
     return f"{name} has {lines} line{'' if lines == 1 else 's'}."
 
 
-async def _write_step(turn: Turn, tool_call_id: str, relpath: str, content: str) -> str | None:
-    """The edit tool call; None when its permission request came back cancelled."""
+async def _write_step(
+    turn: Turn, tool_call_id: str, relpath: str, content: str, *, confirmed: bool = False
+) -> str | None:
+    """The edit tool call; None when its permission request came back cancelled.
+    ``confirmed``: the person already chose to write (a form), no permission request."""
     path = os.path.join(turn.cwd, relpath)
     diff: dict[str, Any] = {"type": "diff", "path": path, "newText": content}
     old = _old_text(path)
@@ -197,7 +224,9 @@ async def _write_step(turn: Turn, tool_call_id: str, relpath: str, content: str)
         await turn.tool_update(tool_call_id, status="failed", rawOutput={"error": error})
         return f"I did not write {relpath}: {error}."
     tool_call = {"toolCallId": tool_call_id, "title": title, "kind": "edit", "status": "pending"}
-    decision, error = await ask_permission(turn, {**tool_call, **fields})
+    decision, error = (
+        ("allow", "") if confirmed else await ask_permission(turn, {**tool_call, **fields})
+    )
     if decision == "cancelled":
         return None
     if decision == "reject":

@@ -23,6 +23,8 @@ class ClientCapabilities:
     read_text_file: bool = False
     write_text_file: bool = False
     terminal: bool = False
+    elicitation_form: bool = False
+    elicitation_url: bool = False
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> ClientCapabilities:
@@ -30,10 +32,15 @@ class ClientCapabilities:
         caps = caps if isinstance(caps, dict) else {}
         fs = caps.get("fs")
         fs = fs if isinstance(fs, dict) else {}
+        elicitation = caps.get("elicitation")
+        elicitation = elicitation if isinstance(elicitation, dict) else {}
         return cls(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,
             terminal=caps.get("terminal") is True,
+            # ACP spells "supported" as {}: anything but absent, null or false counts
+            elicitation_form=elicitation.get("form") not in (None, False),
+            elicitation_url=elicitation.get("url") not in (None, False),
         )
 
 

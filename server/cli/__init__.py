@@ -64,6 +64,12 @@ def serve(args: argparse.Namespace) -> None:
         overrides["PORT"] = str(args.port)
     settings = _settings(**overrides)  # before the heavy imports: a bad value fails fast
 
+    # Everything imported from here on lives as long as the process: no cyclic GC passes
+    # while it loads (~35 ms of CPU at start-up), and it all goes to the permanent
+    # generation below (measured: 2-4 us less per update on the hot path). No collect
+    # before the freeze (~35 ms more): the imports' own cyclic garbage is a few objects,
+    # kept once.
+    gc.disable()
     from server.app import create_app
     from server.logs import setup_logging
 
@@ -82,7 +88,7 @@ def serve(args: argparse.Namespace) -> None:
         log_level=settings.log_level,
         ws="websockets-sansio",
         ws_per_message_deflate=False,
-        ws_max_size=settings.max_ws_message_bytes,
+        ws_max_size=settings.max_prompt_frame_bytes,  # other frames: MAX_WS_MESSAGE_BYTES
         lifespan="on",
         access_log=False,
         log_config=None,  # setup_logging routes uvicorn's loggers through our handler
@@ -93,10 +99,8 @@ def serve(args: argparse.Namespace) -> None:
     logging.getLogger("agent_sessions.cli").info(
         "open http://%s:%s/ in your browser", host, settings.port, extra={"event": "listening"}
     )
-    # Everything imported so far lives as long as the process: keep it out of the cyclic
-    # GC's generations (measured: 2-4 us less per update on the hot path).
-    gc.collect()
     gc.freeze()
+    gc.enable()
     server.run()
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import asyncpg
 from anyio.abc import TaskStatus
 
 from server.settings import CLEANUP_SECONDS
@@ -50,6 +49,8 @@ class Listener:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """LISTEN for ever; ``task_status.started()`` after the first attempt either way."""
+        import asyncpg  # only with a PostgreSQL URL (a SQLite start never gets here)
+
         delay = BACKOFF_FIRST
         started = False
         while True:

@@ -21,10 +21,9 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 from anyio.abc import TaskStatus
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,7 +36,10 @@ from store import cluster as cluster_store
 from store import messages as message_store
 from store import runs as run_store
 
-__all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "command_target"]
+if TYPE_CHECKING:  # imported when clustering starts: a plain start does not need httpx
+    import httpx
+
+__all__ = ["CHANNEL", "FORWARDED", "SECRET", "Cluster", "OwnerUnreachable", "command_target"]
 
 log = logging.getLogger("agent_sessions.cluster")
 
@@ -47,9 +49,13 @@ SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
 _UUID = "[0-9a-fA-F-]{36}"
 _SESSION_COMMAND = re.compile(
     rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+"
-    r"|/changes|/commit|/merge|/worktree|/mode|/config/[^/]+)?$"  # worktrees: the owner's
-)  # node has the files; mode and config: the owner's agent is the one to switch
+    r"|/elicitations/[^/]+|/changes|/commit|/merge|/worktree|/mode|/config/[^/]+)?$"
+)  # worktrees: the owner's node has the files; mode, config and answers: its agent's
 _RUN_RESUME = re.compile(rf"^/api/agent-runs/({_UUID})/resume$")
+
+
+class OwnerUnreachable(Exception):
+    """The node owning a session gave no answer to a forwarded command."""
 
 
 class Cluster:
@@ -83,6 +89,8 @@ class Cluster:
         if not self.enabled:
             task_status.started()
             return
+        import httpx  # only a clustered node talks to other nodes
+
         await self._register()
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=5))
         try:
@@ -240,11 +248,17 @@ class Cluster:
     async def forward(
         self, owner: str, method: str, path: str, query: str, headers: dict[str, str], body: bytes
     ) -> httpx.Response:
+        """The owner's answer; ``OwnerUnreachable`` when it does not give one."""
+        import httpx
+
         assert self._http is not None
         url = f"{owner}{path}" + (f"?{query}" if query else "")
-        return await self._http.request(
-            method, url, headers=self.forwarded_headers(headers), content=body
-        )
+        try:
+            return await self._http.request(
+                method, url, headers=self.forwarded_headers(headers), content=body
+            )
+        except httpx.HTTPError as exc:
+            raise OwnerUnreachable(owner) from exc
 
     def is_forwarded(self, headers: Any) -> bool:
         """Sent here by another node (ForwardingMiddleware refused the header unproven)."""

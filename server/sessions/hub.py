@@ -22,13 +22,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from agent_bridge import AgentStartError, agent_environment, kill_orphans
 from server import metrics
 from server.cluster import Cluster
+from server.sessions import answers
 from server.sessions import status as state
 from server.sessions.admission import admit, checked_repo_path
 from server.sessions.agents import AgentConfig
 from server.sessions.errors import (
     ActiveRecently,
     AgentStartFailed,
-    Conflict,
     NotFound,
     SessionNotActive,
     TurnInProgress,
@@ -46,7 +46,6 @@ from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from store import Database, SessionRecord, utcnow
-from store import permissions as permission_store
 from store import repos as repo_store
 from store import sessions as session_store
 
@@ -303,23 +302,13 @@ class Hub:
             await session_store.update_session(db, session_id, last_activity_at=utcnow())
 
     async def answer_permission(self, session_id: str, request_id: str, option_id: str) -> None:
-        await self.get_record(session_id)
-        live = self.live.get(session_id)
-        if live is not None and request_id in live.permissions:
-            await live.answer_permission(request_id, option_id).wait()
-            return
-        async with self.db.read() as db:
-            permission = await permission_store.get_permission(db, request_id)
-        if permission is None or permission.session_id != session_id:
-            raise NotFound(
-                "permission",
-                request_id,
-                f"No permission request {request_id} in this session.",
-                details={},
-            )
-        raise Conflict(
-            "permission_already_decided", "This permission request was already answered."
-        )
+        await answers.answer_permission(self, session_id, request_id, option_id)
+
+    async def answer_elicitation(
+        self, session_id: str, request_id: str, action: str, content: Any
+    ) -> dict[str, Any]:
+        """Returns the outcome given to the agent (see ``server.sessions.answers``)."""
+        return await answers.answer_elicitation(self, session_id, request_id, action, content)
 
     async def end_session(
         self,

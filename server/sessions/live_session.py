@@ -1,7 +1,8 @@
 """A live session: one agent process, its handshake, its turns (``TurnRunner``), its
-permission requests (``PermissionGate``) and the translation of what the agent sends into
-stored, published messages. It is given its services at construction and never reaches
-back into the hub: the hub supervises ``run`` and cleans up when it returns."""
+permission requests (``PermissionGate``) and elicitations (``ElicitationGate``), and the
+translation of what the agent sends into stored, published messages. It is given its
+services at construction and never reaches back into the hub: the hub supervises ``run``
+and cleans up when it returns."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ from server.logs import log_context
 from server.sessions import agent_controls
 from server.sessions.agents import AgentConfig
 from server.sessions.controls import ControlsState
+from server.sessions.elicitation_gate import ElicitationGate
 from server.sessions.handshake import Restore, handshake
 from server.sessions.live_base import Stop
+from server.sessions.pending import PendingRequest
 from server.sessions.permission_gate import PermissionGate
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.translate import Translator
-from server.sessions.turn import PendingPermission
 from server.sessions.turn_runner import TurnRunner
 from server.sessions.workspaces.service import session_root
 from store import SessionRecord
@@ -41,7 +43,7 @@ __all__ = ["LiveSession", "Restore"]
 log = logging.getLogger("agent_sessions.session")
 
 
-class LiveSession(TurnRunner, PermissionGate):
+class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
     def __init__(
         self,
         services: Services,
@@ -65,7 +67,7 @@ class LiveSession(TurnRunner, PermissionGate):
         self.controls_started = False  # before: control updates are part of the start state
         self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
         self.turn = None
-        self.permissions: dict[str, PendingPermission] = {}
+        self.pending: dict[str, PendingRequest] = {}
         self.needs_context = record.needs_context
         self.stderr_tail = ""
         self.cost_seen = 0.0  # the agent's cumulative cost so far (usage_update.cost)
@@ -86,6 +88,7 @@ class LiveSession(TurnRunner, PermissionGate):
             self.workspace,
             terminals=self.terminals,
             request_timeout=services.settings.agent_start_timeout,
+            elicitation=True,
         )
 
     # -- lifetime ----------------------------------------------------------------------
@@ -150,6 +153,8 @@ class LiveSession(TurnRunner, PermissionGate):
                 self.crashed = True
                 self.exit_code, self.failure = conn.exit_code, conn.failure
         finally:
+            # The agent is gone: nobody waits for an answer to its questions any more.
+            self._cancel_pending("session_ended" if self._stop is not None else "agent_exited")
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             if not started:

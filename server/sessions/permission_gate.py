@@ -1,24 +1,58 @@
 """A live session's permission requests: the agent asks, a person answers (the first
-answer wins) or the timeout rejects; every outcome is stored and published."""
+answer wins) or the timeout rejects; every outcome is stored and published (the waiting,
+timeout and cancelling are ``server.sessions.pending``'s, shared with elicitations)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Awaitable
+from datetime import datetime
 from typing import Any
 
 import anyio
 
 from server import metrics
-from server.sessions.errors import Conflict, Invalid, NotFound
+from server.sessions.errors import Invalid
 from server.sessions.live_base import LiveBase
+from server.sessions.pending import PendingRequest, RequestKind, StoreOp
 from server.sessions.translate import Output
-from server.sessions.turn import PendingPermission
 from store import permissions as permission_store
 from store import utcnow
 
-__all__ = ["PermissionGate"]
+__all__ = ["PERMISSION", "PermissionGate"]
+
+
+def _reject_or_cancel(pending: PendingRequest) -> dict[str, Any]:
+    """A timeout picks the agent's reject option (fail closed), else ``cancelled``."""
+    reject = next(
+        (
+            o
+            for o in pending.content["options"]
+            if o.get("kind") in ("reject_once", "reject_always")
+        ),
+        None,
+    )
+    if reject is None:
+        return {"outcome": "cancelled"}
+    return {"outcome": "selected", "optionId": reject["optionId"]}
+
+
+def _record(request_id: str, outcome: dict[str, Any], when: datetime) -> StoreOp:
+    async def record(db: Any) -> None:
+        await permission_store.decide_permission(db, request_id, outcome, when)
+
+    return record
+
+
+PERMISSION = RequestKind(
+    name="permission",
+    answered_code="permission_already_decided",
+    answered_message="This permission request was already answered.",
+    cancelled={"outcome": "cancelled"},
+    on_timeout=_reject_or_cancel,
+    record=_record,
+    observe_wait=metrics.PERMISSION_WAIT_SECONDS.observe,
+)
 
 
 class PermissionGate(LiveBase):
@@ -46,58 +80,23 @@ class PermissionGate(LiveBase):
             "outcome": None,
         }
         outputs.append(Output("system", content, raw))
-        pending = PendingPermission(request_id, turn.run_id if turn else None, call_id, content)
-        self.permissions[request_id] = pending
-        if turn is not None:
-            turn.tools.permission_asked(call_id)
-        drafts, ops = self._stage(outputs, turn)
+        run_id = turn.run_id if turn else None
+        pending = PendingRequest(PERMISSION, request_id, run_id, call_id, content)
 
         async def insert_permission(db: Any) -> None:
             await permission_store.insert_permission(
-                db, request_id, self.id, pending.run_id, call_id, content["options"], utcnow()
+                db, request_id, self.id, run_id, call_id, content["options"], utcnow()
             )
 
-        self.services.writer.submit(self.id, drafts, [*ops, insert_permission])
+        self._ask(pending, outputs, [insert_permission])
         if turn is not None and turn.over_budget() and not turn.paused:
             turn.paused = True
             self._tg_start(self._cancel_turn, turn)
-        return self._wait_permission(pending)
-
-    async def _wait_permission(self, pending: PendingPermission) -> dict[str, Any]:
-        with anyio.move_on_after(self.services.settings.permission_timeout):
-            await pending.decided.wait()
-        if not pending.decided.is_set():
-            reject = next(
-                (
-                    o
-                    for o in pending.content["options"]
-                    if o.get("kind") in ("reject_once", "reject_always")
-                ),
-                None,
-            )
-            outcome = (
-                {"outcome": "selected", "optionId": reject["optionId"]}
-                if reject
-                else {"outcome": "cancelled"}
-            )
-            self._decide(pending, outcome, "timeout")
-        metrics.PERMISSION_WAIT_SECONDS.observe(time.monotonic() - pending.asked)
-        return pending.outcome or {"outcome": "cancelled"}
+        return self._wait(pending)
 
     def answer_permission(self, request_id: str, option_id: str) -> anyio.Event:
         """A person's answer; the first one wins. Returns the commit event."""
-        pending = self.permissions.get(request_id)
-        if pending is None:
-            raise NotFound(
-                "permission",
-                request_id,
-                f"No pending permission request {request_id}.",
-                details={},
-            )
-        if pending.decided.is_set():
-            raise Conflict(
-                "permission_already_decided", "This permission request was already answered."
-            )
+        pending = self._pending_of(PERMISSION, request_id)
         if option_id not in {o.get("optionId") for o in pending.content["options"]}:
             raise Invalid(f"optionId {option_id!r} is not one of the offered options.")
         return self._decide(pending, {"outcome": "selected", "optionId": option_id}, "user")

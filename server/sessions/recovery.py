@@ -1,6 +1,6 @@
 """Startup recovery and lease takeover: the runs of sessions whose agent is gone become
-``interrupted`` and their pending permissions ``cancelled``, each with the messages that
-say so; the sessions stay active and restart their agent on the next prompt."""
+``interrupted`` and their pending permissions and elicitations ``cancelled``, each with the
+messages that say so; the sessions stay active and restart their agent on the next prompt."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from server import metrics
 from server.sessions.status import status_draft
 from server.stream.writer import Draft
+from store import messages as message_store
 from store import permissions as permission_store
 from store import runs as run_store
 from store import sessions as session_store
@@ -46,9 +47,19 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
             sid: await session_store.get_session(db, sid)
             for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
         }
+        elicitations = [
+            message
+            for sid in sessions
+            for message in await message_store.pending_elicitations(db, sid)
+        ]
     for sid, record in sessions.items():
         if record is not None:
             hub.writer.open_session(sid, record.last_seq)
+    for message in elicitations:  # the answer is only in their messages
+        content = {**message.content, "outcome": {"action": "cancel"}}
+        content["reason"] = "server_restarted"
+        draft = Draft("system", content, run_id=message.run_id)
+        hub.writer.submit(message.session_id, [draft], [])
     for permission in pending:
         outcome = {"outcome": "cancelled"}
         content = {
@@ -103,8 +114,13 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
         hub.writer.submit(run.session_id, drafts, [interrupt])
         metrics.observe_run(run.agent_id, "interrupted")
     await hub.writer.submit(None).wait()
-    if runs or pending:
+    if runs or pending or elicitations:
         log.warning(
             "recovered after an unclean stop",
-            extra={"event": "recovered", "runs": len(runs), "permissions": len(pending)},
+            extra={
+                "event": "recovered",
+                "runs": len(runs),
+                "permissions": len(pending),
+                "elicitations": len(elicitations),
+            },
         )

@@ -1,5 +1,4 @@
-"""The state of one prompt turn: its run, its tool calls (steps) and their timing, and
-the permission requests waiting on a person."""
+"""The state of one prompt turn: its run, its tool calls (steps) and their timing."""
 
 from __future__ import annotations
 
@@ -14,21 +13,9 @@ import anyio
 from store import runs as run_store
 from store import utcnow
 
-__all__ = ["PendingPermission", "ToolBook", "Turn"]
+__all__ = ["ToolBook", "Turn"]
 
 _FINISHED = ("completed", "error", "cancelled")
-
-
-@dataclass
-class PendingPermission:
-    request_id: str
-    run_id: str | None
-    tool_call_id: str
-    content: dict[str, Any]
-    asked: float = field(default_factory=time.monotonic)
-    decided: anyio.Event = field(default_factory=anyio.Event)
-    committed: anyio.Event = field(default_factory=anyio.Event)
-    outcome: dict[str, Any] | None = None
 
 
 @dataclass

@@ -157,9 +157,7 @@ class TurnRunner(LiveBase):
             state = self.translator.tools[call_id]
             state.fields["status"] = "cancelled"
             outputs.append(Output("system", state.content(call_id)))
-        for pending in list(self.permissions.values()):
-            if pending.run_id == turn.run_id:
-                self._decide(pending, {"outcome": "cancelled"}, "turn_ended")
+        self._cancel_pending("turn_ended", turn.run_id)
         duration = int((turn.clock() - turn.started) * 1000)
         drafts, ops = self._stage(outputs, turn)
         drafts.append(self._run_draft(turn, status, stop_reason, duration))
@@ -198,8 +196,7 @@ class TurnRunner(LiveBase):
 
     async def _cancel_turn(self, turn: Turn) -> None:
         turn.cancel_requested = True
-        for pending in list(self.permissions.values()):
-            self._decide(pending, {"outcome": "cancelled"}, "turn_cancelled")
+        self._cancel_pending("turn_cancelled")
         try:
             await self.client.cancel()
         except Exception:  # noqa: BLE001 - the agent may be gone already

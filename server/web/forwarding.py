@@ -14,13 +14,12 @@ from __future__ import annotations
 import hmac
 import logging
 
-import httpx
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.cluster import FORWARDED, SECRET, Cluster, command_target
+from server.cluster import FORWARDED, SECRET, Cluster, OwnerUnreachable, command_target
 from server.settings import Settings
 from server.web.errors import error_response
 
@@ -83,7 +82,7 @@ class ForwardingMiddleware:
                 dict(request.headers),
                 body,
             )
-        except httpx.HTTPError:
+        except OwnerUnreachable:
             log.warning("owner node unreachable", extra={"session_id": session_id, "owner": owner})
             response: Response = error_response(
                 503,

@@ -325,20 +325,27 @@ class OriginMiddleware:
         )
 
 
+_PROMPT_PATH = re.compile(r"^/api/sessions/[^/]+/prompt/?$")
+
+
 class BodyLimitMiddleware:
-    """413 for a body over ``MAX_BODY_BYTES``, declared or not (see the module docstring)."""
+    """413 for a body over ``MAX_BODY_BYTES``, declared or not (see the module docstring);
+    a prompt's body may hold an image at its limit (``Settings.max_prompt_body_bytes``)."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.limit = settings.max_body_bytes
+        self.body_limit = settings.max_body_bytes
+        self.prompt_limit = settings.max_prompt_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        prompt = scope["method"] == "POST" and _PROMPT_PATH.match(scope["path"])
+        limit = self.prompt_limit if prompt else self.body_limit
         declared = Headers(scope=scope).get("content-length", "").strip()
-        if declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, receive, send, declared=True)
+        if declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, limit, declared=True)
             return
         body = bytearray()
         while True:
@@ -347,21 +354,23 @@ class BodyLimitMiddleware:
                 await self.app(scope, _replay([message], receive), send)
                 return
             body += message.get("body", b"")
-            if len(body) > self.limit:
-                await self._refuse(scope, receive, send, declared=False)
+            if len(body) > limit:
+                await self._refuse(scope, receive, send, limit, declared=False)
                 return
             if not message.get("more_body", False):
                 break
         first: Message = {"type": "http.request", "body": bytes(body), "more_body": False}
         await self.app(scope, _replay([first], receive), send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, declared: bool) -> None:
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, limit: int, *, declared: bool
+    ) -> None:
         log.warning(
             "refused a request body over the limit",
             extra={
                 "event": "body_too_large",
                 "path": scope["path"],
-                "limit": self.limit,
+                "limit": limit,
                 "declared": declared,
                 "client": _client(scope),
             },
@@ -369,8 +378,8 @@ class BodyLimitMiddleware:
         response = error_response(
             413,
             "payload_too_large",
-            f"The request body is larger than {self.limit} bytes.",
-            {"limit": self.limit},
+            f"The request body is larger than {limit} bytes.",
+            {"limit": limit},
             headers={"Connection": "close"},
         )
         await response(scope, receive, send)

@@ -118,6 +118,7 @@ class Agent:
         self.held: list[Message] = []  # agent requests the policy did not answer
         self.violations: list[str] = []
         self.policy: dict[str, str] = {"read": "disk", "write": "disk", "permission": "allow"}
+        self.elicitation_answer: Message = {"action": "cancel"}  # what elicitation/create gets
         self._ids = iter(range(1, 1 << 30))  # overlaps the agent's ids on purpose
         self._changed = asyncio.Condition()
 
@@ -183,6 +184,8 @@ class Agent:
                 self.reply(request, {"outcome": {"outcome": "cancelled"}})
             else:
                 self.reply(request, {"outcome": {"outcome": "selected", "optionId": policy}})
+        elif method == "elicitation/create":
+            self.reply(request, self.elicitation_answer)
         else:
             self.reply_error(request, -32601, "Method not found")
 
@@ -230,8 +233,12 @@ class Agent:
 
     # ACP helpers
 
-    async def initialize(self, read: bool = True, write: bool = True) -> Message:
-        caps = {"fs": {"readTextFile": read, "writeTextFile": write}, "terminal": False}
+    async def initialize(
+        self, read: bool = True, write: bool = True, elicitation: bool = False
+    ) -> Message:
+        caps: Message = {"fs": {"readTextFile": read, "writeTextFile": write}, "terminal": False}
+        if elicitation:
+            caps["elicitation"] = {"form": {}, "url": {}}
         params = {
             "protocolVersion": 1,
             "clientCapabilities": caps,

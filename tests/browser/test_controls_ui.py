@@ -235,7 +235,53 @@ def test_image_pasted_or_dropped_into_the_prompt_box(
 
 
 def test_elicitation_form_is_answered(module_server: SharedServer, open_page: OpenPage) -> None:
-    pytest.skip(
-        "the demo agent does not send elicitation/create on this branch yet, and the server "
-        "does not relay elicitation messages (issue 16 items 5 and 6)"
+    """The demo agent's ``save`` asks a form before writing: it is rendered from the
+    schema, checked in the page, answered with the keyboard, and the file is written
+    under the chosen name; a URL elicitation shows its link and is answered Done."""
+    page = open_page(module_server.url)
+    start_session(page)
+    demo = module_server.workspace_root / "demo"
+    send(page, "save draft.txt from the form")
+    card = page.locator(".elicitation-request")
+    expect(card).to_have_count(1)
+    expect(card).to_contain_text("Save draft.txt? Choose the file name.")
+    name = card.get_by_label("File name")
+    expect(name).to_have_value("draft.txt")  # the schema's default
+    name.focus()
+    name.fill("")
+    name.press("Enter")  # required: the browser refuses to submit, nothing is sent
+    assert name.evaluate("input => input.validity.valueMissing") is True
+    expect(card).to_have_count(1)
+    assert not (demo / "draft.txt").exists()
+    name.fill("chosen.txt")
+    name.press("Tab")
+    overwrite = card.get_by_label("Replace the file if it exists")
+    expect(overwrite).to_be_focused()
+    overwrite.press("Space")
+    expect(overwrite).to_be_checked()
+    overwrite.press("Enter")  # submits the form
+    expect(card).to_have_count(0)
+    expect(page.locator(".elicitation-note")).to_contain_text("answered")
+    wait_turns(page, 1)
+    assert (demo / "chosen.txt").read_text() == "from the form"
+    assert not (demo / "draft.txt").exists()
+
+    send(page, "save declined.txt nothing")
+    expect(card).to_have_count(1)
+    card.get_by_role("button", name="Decline").click()
+    expect(card).to_have_count(0)
+    expect(page.locator(".elicitation-note").last).to_contain_text("declined")
+    wait_turns(page, 2)
+    expect(page.locator(".msg-agent").last).to_contain_text("declined by user")
+    assert not (demo / "declined.txt").exists()
+
+    send(page, "elicit url https://example.test/sign-in")
+    expect(card).to_have_count(1)
+    link = card.get_by_role("link", name="Open https://example.test/sign-in")
+    expect(link).to_have_attribute("href", "https://example.test/sign-in")
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    card.get_by_role("button", name="Done").click()
+    wait_turns(page, 3)
+    expect(page.locator(".msg-agent").last).to_contain_text(
+        'Elicitation answer: {"action": "accept"}'
     )

@@ -183,3 +183,76 @@ async def test_node_killed_mid_turn_then_resumed_through_the_other(two_nodes) ->
         assert done[-1]["content"]["status"] == "completed"
         seqs = [m["seq"] for m in await _messages(hb, sid)]
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+PNG_1PX = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
+    "rkJggg=="
+)
+
+
+async def _run_over(http: httpx.AsyncClient, run_id: str) -> None:
+    with anyio.fail_after(30):
+        while (await http.get(f"/api/agent-runs/{run_id}")).json()["status"] == "running":  # noqa: ASYNC110 - seen through the API
+            await anyio.sleep(0.05)
+
+
+async def _elicitations(http: httpx.AsyncClient, sid: str) -> list[dict[str, Any]]:
+    with anyio.fail_after(30):
+        while True:
+            found = [
+                m["content"]
+                for m in await _messages(http, sid)
+                if m["content"]["type"] == "elicitation"
+            ]
+            if found:
+                return found
+            await anyio.sleep(0.05)
+
+
+async def test_websocket_commands_through_b_reach_the_agent_on_a(two_nodes) -> None:
+    """set_mode, set_config, a prompt with content blocks and an elicitation answer sent
+    over B's WebSocket for a session A runs: each is its REST twin on A."""
+    a, b = two_nodes("node-a"), two_nodes("node-b")
+    async with httpx.AsyncClient(base_url=a.url, timeout=30) as ha:
+        repo = (await ha.get("/api/repos")).json()["repos"][0]["id"]
+        sid = (await ha.post("/api/sessions", json={"repoId": repo})).json()["id"]
+        async with connect(f"{b.ws_url}/ws/sessions/{sid}") as ws:
+
+            async def command(**frame: Any) -> dict[str, Any]:
+                await ws.send(json.dumps(frame))
+                with anyio.fail_after(30):
+                    while True:
+                        reply = json.loads(await ws.recv())
+                        if reply["type"] in ("ack", "error") and reply["ref"] == frame["id"]:
+                            return dict(reply)
+
+            assert (await command(type="set_mode", modeId="ask", id="m"))["type"] == "ack"
+            set_config = await command(
+                type="set_config", configId="model", value="demo-large", id="c"
+            )
+            assert set_config["type"] == "ack"
+            refused = await command(type="set_mode", modeId="yolo", id="bad")
+            assert refused["error"]["code"] == "validation_error"
+            controls = (await ha.get(f"/api/sessions/{sid}/controls")).json()
+            assert controls["modes"]["currentModeId"] == "ask"
+            image = {"type": "image", "mimeType": "image/png", "data": PNG_1PX}
+            first = await command(type="prompt", text="look", content=[image], id="p")
+            assert first["type"] == "ack" and first["runId"], first
+            await _run_over(ha, first["runId"])
+            said = [m for m in await _messages(ha, sid) if m["role"] == "user"]
+            assert said[-1]["content"]["attachments"][0]["type"] == "image"
+            second = await command(type="prompt", text="save via-b.txt hi", id="s")
+            (asked,) = await _elicitations(ha, sid)
+            answer = {
+                "type": "elicitation",
+                "requestId": asked["requestId"],
+                "action": "accept",
+                "content": {"path": "via-b.txt"},
+            }
+            assert (await command(**answer, id="e"))["type"] == "ack"
+            again = await command(**answer, id="e2")
+            assert again["error"]["code"] == "elicitation_already_answered"
+        await _run_over(ha, second["runId"])
+        assert (Path(a.env["AGENT_WORKSPACE_ROOT"]) / "demo" / "via-b.txt").read_text() == "hi"
+        await ha.delete(f"/api/sessions/{sid}")

@@ -173,10 +173,11 @@ async def test_two_viewers_see_the_same_sequence_and_big_frames_close_1009(
         assert_contiguous(replay_one + seen[0])
         assert seen[0][-1]["content"]["status"] == "completed"
 
-        # A client frame over MAX_WS_MESSAGE_BYTES (4096 here) closes that viewer with 1009.
+        # A client frame over MAX_WS_MESSAGE_BYTES (4096 here) closes that viewer with 1009
+        # (a prompt frame has more room: tests/security/test_prompt_body.py).
         async with connect(url) as ws:
             await open_stream(ws)
-            await ws.send(json.dumps({"type": "prompt", "text": "x" * 5000, "id": "big"}))
+            await ws.send(json.dumps({"type": "cancel", "pad": "x" * 5000, "id": "big"}))
             assert await close_code(ws) == 1009
         users = (
             await http.get(f"/api/sessions/{session_id}/messages", params={"role": "user"})

@@ -18,6 +18,7 @@ from tests.fuzz.support import write
 METHODS = [
     "fs/read_text_file",
     "session/request_permission",
+    "elicitation/create",
     "session/update",
     "terminal/output",
     "terminal/wait_for_exit",

@@ -151,6 +151,35 @@ async def test_permission_pending_at_crash_is_cancelled(live_server, workspace_r
     assert not (workspace_root / "demo" / "notes.txt").exists()
 
 
+async def test_elicitation_pending_at_crash_is_cancelled(live_server, workspace_root) -> None:
+    server = live_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        repo = (await http.get("/api/repos")).json()["repos"][0]["id"]
+        sid = (await http.post("/api/sessions", json={"repoId": repo})).json()["id"]
+        await http.post(f"/api/sessions/{sid}/prompt", json={"text": "save notes.txt hi"})
+        with anyio.fail_after(20):
+            while not any(  # noqa: ASYNC110 - a killed server's state is seen only through its API
+                m["content"]["type"] == "elicitation" for m in await session_messages(http, sid)
+            ):
+                await anyio.sleep(0.05)
+    server.kill()
+    restarted = live_server()
+    async with httpx.AsyncClient(base_url=restarted.url, timeout=30) as http:
+        asked = [
+            m["content"]
+            for m in await session_messages(http, sid)
+            if m["content"]["type"] == "elicitation"
+        ]
+        assert [a["outcome"] for a in asked] == [None, {"action": "cancel"}]
+        assert asked[-1]["reason"] == "server_restarted"
+        late = await http.post(
+            f"/api/sessions/{sid}/elicitations/{asked[-1]['requestId']}", json={"action": "cancel"}
+        )
+        assert late.status_code == 409
+        assert late.json()["error"]["code"] == "elicitation_already_answered"
+    assert not (workspace_root / "demo" / "notes.txt").exists()
+
+
 async def test_sigterm_interrupts_runs_closes_viewers_1001_and_stops_agents(live_server) -> None:
     server = live_server()
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:

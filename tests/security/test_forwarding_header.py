@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from server.cluster import FORWARDED, SECRET, Cluster
+from server.cluster import FORWARDED, SECRET, Cluster, OwnerUnreachable
 from server.stream.broker import Broker
 from store import open_database
+from tests.conftest import free_port
 from tests.helpers import assert_error
 from tests.security.support import UNKNOWN_ID, app_for
 
@@ -92,3 +93,22 @@ def test_a_node_sends_the_header_only_with_the_secret(
         assert sent == {"authorization": "Bearer t", FORWARDED: cluster.node_id, SECRET: secret}
     else:
         assert sent == {"authorization": "Bearer t"}
+
+
+@pytest.mark.anyio
+async def test_an_owner_that_does_not_answer_is_owner_unreachable(
+    make_settings: Callable[..., object], tmp_path: Path
+) -> None:
+    """What ForwardingMiddleware answers 503 owner_unavailable for (the transport's own
+    errors stay inside the cluster package, which imports httpx only when clustering)."""
+    import httpx
+
+    cluster = Cluster(
+        make_settings(), open_database(f"sqlite+aiosqlite:///{tmp_path}/n.db"), Broker()
+    )  # type: ignore[arg-type]
+    cluster._http = httpx.AsyncClient(timeout=5)  # what run() opens on a clustered node
+    try:
+        with pytest.raises(OwnerUnreachable):
+            await cluster.forward(f"http://127.0.0.1:{free_port()}", "POST", "/api/x", "", {}, b"")
+    finally:
+        await cluster._http.aclose()

@@ -40,3 +40,25 @@ def test_chat_attach(live_server: Callable[..., LiveServer], tmp_path: Path) -> 
     assert "(2 pending)" in out
     assert "You said: look [image image/png" in out and "[embedded file://" in out
     assert "the server refused: The file is outside the session's workspace." in out
+
+
+def test_chat_answers_the_agents_questions(
+    live_server: Callable[..., LiveServer], workspace_root: Path
+) -> None:
+    server = live_server()
+    script = (
+        "save draft.txt hello\nchosen.txt\nmaybe\nn\n"  # a form: a name, a bad yes/no, then no
+        "save other.txt x\n!decline\n"
+        "elicit url https://example.test/go\n\n/quit\n"
+    )
+    chat = cli(server, "chat", "--repo", "demo", stdin=script)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "? the agent asks: Save draft.txt? Choose the file name." in out
+    assert "answer y or n" in out
+    assert "question answered: accept" in out and "question answered: decline" in out
+    assert "I did not save other.txt (declined by user)." in out
+    assert "open https://example.test/go" in out
+    assert 'Elicitation answer: {"action": "accept"}' in out
+    assert (workspace_root / "demo" / "chosen.txt").read_text() == "hello"
+    assert not (workspace_root / "demo" / "other.txt").exists()

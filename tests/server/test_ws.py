@@ -257,15 +257,23 @@ def test_unknown_session_closes_4404(client: TestClient, session_id: str) -> Non
 
 
 def test_frame_over_the_limit_closes_1009(make_settings: Callable[..., Settings]) -> None:
-    with TestClient(create_app(make_settings(MAX_WS_MESSAGE_BYTES=256))) as c:
+    """A frame over MAX_WS_MESSAGE_BYTES, or a prompt frame over its own larger limit
+    (room for an image: tests/security/test_prompt_body.py), closes 1009."""
+    limits = {"MAX_WS_MESSAGE_BYTES": 256, "MAX_PROMPT_BYTES": 100, "MAX_IMAGE_BYTES": 100}
+    settings = make_settings(**limits)
+    with TestClient(create_app(settings)) as c:
         repo_id = c.get("/api/repos").json()["repos"][0]["id"]
         session = create_session(c, repo_id)
-        with c.websocket_connect(f"/ws/sessions/{session['id']}") as ws:
-            open_stream(ws)
-            ack, _ = reply_to(ws, {"type": "cancel", "id": "x" * 200}, "x" * 200)  # under: fine
-            assert ack["type"] == "ack"
-            ws.send_json({"type": "prompt", "text": "y" * 300, "id": "big"})
-            assert close_code(ws) == 1009
+        for big in (
+            {"type": "cancel", "id": "y" * 300},
+            {"type": "prompt", "text": "y" * settings.max_prompt_frame_bytes, "id": "big"},
+        ):
+            with c.websocket_connect(f"/ws/sessions/{session['id']}") as ws:
+                open_stream(ws)
+                ack, _ = reply_to(ws, {"type": "cancel", "id": "x" * 200}, "x" * 200)  # fine
+                assert ack["type"] == "ack"
+                ws.send_json(big)
+                assert close_code(ws) == 1009
         assert messages(c, session["id"], role="user") == []
 
 

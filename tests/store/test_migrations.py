@@ -224,3 +224,22 @@ async def test_deferred_read_then_write_fails_without_immediate(
             other.execute("UPDATE counter SET n = n + 1")
             other.close()
             await db.execute(text("UPDATE counter SET n = n + 1"))
+
+
+def test_the_head_read_from_the_scripts_is_alembics() -> None:
+    """``upgrade`` skips Alembic when the database is at the head it reads from the
+    scripts' text: that head must be Alembic's own."""
+    from alembic.script import ScriptDirectory
+
+    from store.migrate import alembic_config, head_revision
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def test_a_database_behind_head_is_migrated(database: Database) -> None:
+    await upgrade(database, "0004_stats_indexes")
+    await upgrade(database)
+    from store.migrate import head_revision
+
+    assert await revision(database) == head_revision()
+    assert "attachments" in await tables(database)

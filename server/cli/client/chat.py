@@ -2,7 +2,8 @@
 
 Line based, so it works on a terminal and with piped stdin alike: it reads a prompt line,
 sends it, streams the agent's text as it arrives, shows tool calls and plans in one line
-each, and asks about permission requests (numbered options).
+each, and asks about permission requests (numbered options) and the agent's questions
+(``questions``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio
 from server.cli.client.api import Api, CliError
 from server.cli.client.controls import Attachments
 from server.cli.client.controls import run_command as control_command
+from server.cli.client.questions import ask_elicitation
 from server.cli.client.workspace import run_command
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -252,6 +254,8 @@ class Chat:
             self.show_tool(content)
         elif kind == "permission":
             await self.on_permission(content)
+        elif kind == "elicitation" and content.get("mode") in ("form", "url"):
+            await self.on_elicitation(content)
         elif kind == "run":
             self.on_run(content)
         elif kind == "status":
@@ -317,6 +321,15 @@ class Chat:
                 "optionId": option["optionId"],
             }
         )
+
+    async def on_elicitation(self, content: dict[str, Any]) -> None:
+        outcome = content.get("outcome")
+        if outcome is not None:
+            self.line(f"  question answered: {outcome.get('action')}")
+        elif self.turn_done is None:
+            self.line("  the agent asks a question; answer it in the client that prompted")
+        else:
+            await self.send(await ask_elicitation(content, self.read_line, self.line))
 
     def on_run(self, content: dict[str, Any]) -> None:
         status = content.get("status")

@@ -37,8 +37,9 @@ ERRORS = {
     "(forbidden_origin).",
     404: "An unknown id (repo_not_found, session_not_found, …) or route (not_found).",
     409: "A state conflict (session_not_active, turn_in_progress, run_not_paused, …).",
-    413: "The body (MAX_BODY_BYTES) or the prompt (MAX_PROMPT_BYTES) is over its limit: "
-    "payload_too_large.",
+    413: "The body (MAX_BODY_BYTES; a prompt's body has room for an image at "
+    "MAX_IMAGE_BYTES besides its text), the prompt (MAX_PROMPT_BYTES) or an image "
+    "(MAX_IMAGE_BYTES) is over its limit: payload_too_large.",
     422: "Well-formed but invalid: a bad UUID, an empty text, an unknown filter value, a "
     "bad cursor, "
     "a seq out of range: validation_error.",

@@ -1,13 +1,16 @@
 """OpenAPI entries of API.md "Agent controls": the ``Controls`` schema, ``Session.controls``,
-create's ``modeId``/``config``, the ``controls`` message type, and the controls, mode and
-config operations. ``control_paths`` amends the shared shapes and returns the new ones."""
+create's ``modeId``/``config``, the ``controls`` message type, and the controls, mode,
+config and elicitation-answer operations. ``control_paths`` amends the shared shapes and
+returns the new ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from server import shapes
 from server.web.openapi.parts import (
     SESSION,
+    body_schema,
     int_param,
     json_response,
     op,
@@ -15,7 +18,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import NONBLANK, closed, nullable, obj, ref
+from server.web.openapi.schemas import NONBLANK, UUID, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
 
@@ -104,6 +107,27 @@ def control_paths(
         ],
         body=request_body(obj(["value"], value=_VALUE)),
         errors=[409, 502, 503],
+    )
+    added[("POST", "/api/sessions/{sessionId}/elicitations/{requestId}")] = op(
+        "Answer the agent's elicitation: accept (a form with content matching its "
+        "requestedSchema), decline or cancel; the first answer wins",
+        {
+            200: json_response(
+                "Answered; the outcome given to the agent.",
+                closed(
+                    ["requestId", "outcome"],
+                    requestId=UUID,
+                    outcome=obj(
+                        ["action"],
+                        action={"enum": ["accept", "decline", "cancel"]},
+                        content={"type": "object"},
+                    ),
+                ),
+            )
+        },
+        params=[SESSION, path_param("requestId", "The requestId of an elicitation message.")],
+        body=request_body(body_schema(shapes.ElicitationAnswer)),
+        errors=[409, 503],
     )
     _prompt_content(catalogue, added)
     return added

@@ -116,7 +116,8 @@ RUNS: dict[tuple[str, str], Schema] = {
                 "the handshake: 4401 "
                 "unauthorized, 4403 forbidden origin, 4404 unknown session; later 4008 (too "
                 "far behind), 1009 (a "
-                "frame over MAX_WS_MESSAGE_BYTES), 1001 (shutting down). Frames: API.md, "
+                "frame over MAX_WS_MESSAGE_BYTES; a prompt frame may hold an image at "
+                "MAX_IMAGE_BYTES besides its text), 1001 (shutting down). Frames: API.md, "
                 "WebSocket stream."
             }
         },

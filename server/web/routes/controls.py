@@ -1,4 +1,5 @@
-"""Agent controls (API.md, Agent controls): read them, set the mode, set a config value."""
+"""Agent controls (API.md, Agent controls): read them, set the mode, set a config value,
+answer the agent's elicitations."""
 
 from __future__ import annotations
 
@@ -10,13 +11,21 @@ from starlette.routing import Route
 
 from server.sessions import agent_controls
 from server.sessions.controls import ControlsState, empty_controls
+from server.sessions.elicitation_gate import ACTIONS
 from server.sessions.hub import Hub
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import read_json, require_str, session_id_param
+from server.web.requests import check_uuid, read_json, require_str, session_id_param, uuid_param
 from server.web.state import app_state
 
-__all__ = ["controls_command", "create_choices", "routes", "set_config", "set_mode"]
+__all__ = [
+    "controls_command",
+    "create_choices",
+    "elicitation_command",
+    "routes",
+    "set_config",
+    "set_mode",
+]
 
 
 async def controls_of(hub: Hub, session_id: str) -> dict[str, Any]:
@@ -96,8 +105,40 @@ async def put_config(request: Request) -> Response:
     )
 
 
+def elicitation_answer(body: dict[str, Any]) -> tuple[str, Any]:
+    """``action`` and ``content`` of an answer, checked for shape (the content against
+    the requested schema is the session's to check)."""
+    action = require_str(body, "action")
+    if action not in ACTIONS:
+        raise ApiError.validation("action must be one of accept, decline, cancel.", field="action")
+    return action, body.get("content")
+
+
+async def elicitation_command(hub: Hub, session_id: str, command: dict[str, Any]) -> None:
+    """The WebSocket ``elicitation`` command."""
+    request_id = require_str(command, "requestId")
+    assert request_id is not None
+    action, content = elicitation_answer(command)
+    await hub.answer_elicitation(session_id, check_uuid(request_id, "requestId"), action, content)
+
+
+async def answer_elicitation(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    request_id = uuid_param(request, "request_id")
+    body = await read_json(request, state.settings.max_body_bytes)
+    action, content = elicitation_answer(body)
+    outcome = await state.hub.answer_elicitation(session_id, request_id, action, content)
+    return JSONResponse({"requestId": request_id, "outcome": outcome})
+
+
 routes = [
     Route("/api/sessions/{session_id}/controls", get_controls, methods=["GET"]),
     Route("/api/sessions/{session_id}/mode", put_mode, methods=["PUT"]),
     Route("/api/sessions/{session_id}/config/{config_id}", put_config, methods=["PUT"]),
+    Route(
+        "/api/sessions/{session_id}/elicitations/{request_id}",
+        answer_elicitation,
+        methods=["POST"],
+    ),
 ]

@@ -128,7 +128,7 @@ async def prompt(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
-    body = await read_json(request, state.settings.max_body_bytes)
+    body = await read_json(request, state.settings.max_prompt_body_bytes)
     run_id = await submit_prompt(state, session_id, body)
     return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
 

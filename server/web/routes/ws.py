@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import orjson
@@ -15,7 +16,7 @@ from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
-from server.web.routes.controls import controls_command
+from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
 from server.web.routes.sessions import session_json
 from server.web.state import AppState, app_state
@@ -113,6 +114,7 @@ async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.C
 
 async def _receive_commands(websocket: WebSocket, state: AppState, session_id: str) -> None:
     limit = state.settings.max_ws_message_bytes
+    prompt_limit = state.settings.max_prompt_frame_bytes  # a prompt may carry an image
     while True:
         message = await websocket.receive()
         if message["type"] == "websocket.disconnect":
@@ -122,11 +124,20 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
             data = message["bytes"].decode("utf-8", "replace")
         if data is None:
             continue
-        if len(data.encode()) > limit:
+        size = len(data.encode())
+        if size > limit and (size > prompt_limit or not _is_prompt(data)):
             await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
         await websocket.send_text(dumps(reply))
+
+
+def _is_prompt(data: str) -> bool:
+    try:
+        command = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(command, dict) and command.get("type") == "prompt"
 
 
 async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
@@ -157,6 +168,8 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
             await state.hub.answer_permission(session_id, request_id, option_id)
         elif kind in ("set_mode", "set_config"):
             await controls_command(state.hub, session_id, command)
+        elif kind == "elicitation":
+            await elicitation_command(state.hub, session_id, command)
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)
@@ -164,7 +177,15 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         return error_frame(ref, exc.code, exc.message)
 
 
-_REST_PATHS = {"prompt": "prompt", "cancel": "cancel", "permission": "permissions/{requestId}"}
+# Each command's REST twin: method, path under the session, and the fields of its body.
+_REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "prompt": ("POST", "prompt", ("text", "content")),
+    "cancel": ("POST", "cancel", ()),
+    "permission": ("POST", "permissions/{requestId}", ("optionId",)),
+    "elicitation": ("POST", "elicitations/{requestId}", ("action", "content")),
+    "set_mode": ("PUT", "mode", ("modeId",)),
+    "set_config": ("PUT", "config/{configId}", ("value",)),
+}
 
 
 async def _forward(
@@ -172,19 +193,20 @@ async def _forward(
 ) -> dict[str, Any]:
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
-    if kind == "permission" and not isinstance(command.get("requestId"), str):
-        raise ApiError.validation("requestId and optionId are required strings.")
-    path = f"/api/sessions/{session_id}/" + _REST_PATHS[kind].format(
-        requestId=command.get("requestId")
+    method, template, fields = _REST_PATHS[kind]
+    ids = {name: command.get(name) for name in ("requestId", "configId") if name in template}
+    for name, value in ids.items():
+        if not isinstance(value, str) or not value:
+            raise ApiError.validation(f"{name} is required (a string).", field=name)
+    path = f"/api/sessions/{session_id}/" + template.format(
+        **{name: quote(str(value), safe="") for name, value in ids.items()}
     )
-    body = (
-        {"text": command.get("text")} if kind == "prompt" else {"optionId": command.get("optionId")}
-    )
+    body = {name: command[name] for name in fields if name in command}
     headers = {"content-type": "application/json"}
     if state.settings.api_token:
         headers["authorization"] = f"Bearer {state.settings.api_token}"
     try:
-        answer = await state.cluster.forward(owner, "POST", path, "", headers, dumps(body).encode())
+        answer = await state.cluster.forward(owner, method, path, "", headers, dumps(body).encode())
     except Exception:  # noqa: BLE001 - any transport failure
         raise ApiError(
             503,

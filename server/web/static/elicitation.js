@@ -7,6 +7,8 @@
 import { h } from "./dom.js";
 import { formContent, schemaFields } from "./prompt-helpers.js";
 
+export const SHOWN_MODES = ["form", "url"];
+
 export class Elicitations {
   /**
    * @param {HTMLElement} area where pending cards go
@@ -19,8 +21,10 @@ export class Elicitations {
     this.cards = new Map();
   }
 
-  /** Every `elicitation` message: pending ones get a card, answered ones lose it. */
+  /** Every `elicitation` message: pending ones get a card, answered ones lose it. A mode
+   * other than form or url is kept in the log but not shown (the server declines it). */
   update(content) {
+    if (!SHOWN_MODES.includes(content.mode)) return;
     if (content.outcome) this.hide(content.requestId);
     else this.show(content);
   }

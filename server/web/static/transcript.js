@@ -10,6 +10,7 @@ import { renderDiff } from "./diff.js";
 import { ago, clear, duration, h, pretty, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { attachmentList, elicitationNote } from "./attachments.js";
+import { SHOWN_MODES } from "./elicitation.js";
 
 const KIND_LABELS = {
   read: "Read", edit: "Edit", delete: "Delete", move: "Move", search: "Search",
@@ -79,7 +80,7 @@ export class Transcript {
         this.addRun(message, content);
         break;
       case "elicitation":
-        if (content.outcome) this.append(elicitationNote(content));
+        if (content.outcome && SHOWN_MODES.includes(content.mode)) this.append(elicitationNote(content));
         break;
       default:
         break; // usage and other updates are shown by the header, not the log

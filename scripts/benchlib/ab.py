@@ -1,0 +1,150 @@
+"""``python -m benchlib.ab REV [REV ...]``: latency at a paced rate, A/B between revisions.
+
+Each revision (a git revision, or ``.`` for the working tree) is exported with
+``git archive`` to a temporary directory and served from there (``python -m server.cli
+serve`` with that tree first on ``sys.path``; the venv's packages are shared). Rounds are
+interleaved (A, B, C, A, B, C, ...) so that a machine whose load changes treats every
+revision alike; each round is a fresh server and database, one session, and the bench's
+own paced flood to one viewer (``benchlib.viewers``). Prints, per revision and round, the
+latency p50/p99 (agent write -> viewer receive) and the server's CPU per update; the
+CPU is the figure that still compares on a busy machine, p99 needs a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchlib.procs import ROOT, SCRIPTS, cpu_seconds, free_port, http_json, wait_http_ok
+from benchlib.stats import median, summary
+
+__all__ = ["main"]
+
+
+def export(rev: str, into: Path) -> Path:
+    if rev == ".":
+        return ROOT
+    tree = into / rev.replace("/", "_")
+    tree.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", rev], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def one_round(tree: Path, workdir: Path, rate: int, count: int) -> dict[str, Any]:
+    (workdir / "ws" / "bench").mkdir(parents=True)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "AGENT_WORKSPACE_ROOT": str(workdir / "ws"),
+        "DATABASE_URL": f"sqlite+aiosqlite:///{workdir / 'db.sqlite'}",
+        "AUTO_REGISTER_REPOS": "false",
+        "AGENT_STOP_GRACE": "2",
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "LOG_LEVEL": "warning",
+        "AGENT_COMMAND": f"{sys.executable} -m agent_bridge.demo_agent",
+        "API_TOKEN": "",
+        "AGENTS_FILE": "",
+    }
+    with (workdir / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve"],
+            cwd=tree,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http_ok(base, "/readyz", server, 60)
+        _, repo = http_json(base, "POST", "/api/repos", {"path": "bench"})
+        _, session = http_json(base, "POST", "/api/sessions", {"repoId": repo["id"]})
+        job = {
+            "url": f"ws://127.0.0.1:{port}/ws/sessions/{session['id']}",
+            "viewers": 1,
+            "expect": count,
+            "prompt": f"flood {count} text rate={rate}",
+            "timeout": 120,
+            "latency": True,
+        }
+        cpu0 = cpu_seconds(server.pid)
+        out = subprocess.run(
+            [sys.executable, "-m", "benchlib.viewers", json.dumps(job)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(SCRIPTS)},
+            timeout=200,
+            check=True,
+        )
+        cpu = cpu_seconds(server.pid) - cpu0
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    latency = summary(result["latencies"])
+    return {
+        "p50_ms": (latency["p50"] or 0) * 1e3,
+        "p99_ms": (latency["p99"] or 0) * 1e3,
+        "max_ms": (latency["max"] or 0) * 1e3,
+        "cpu_us_per_update": cpu / count * 1e6,
+        "complete": result["complete"] == 1 and not result["gaps"],
+        "load": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench-ab", description=__doc__)
+    parser.add_argument("revs", nargs="+", help="git revisions; '.' is the working tree")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rate", type=int, default=1000, help="updates per second")
+    parser.add_argument("--seconds", type=float, default=4.0)
+    args = parser.parse_args(argv)
+    count = int(args.rate * args.seconds)
+    workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-ab-"))
+    results: dict[str, list[dict[str, Any]]] = {rev: [] for rev in args.revs}
+    try:
+        trees = {rev: export(rev, workdir / "trees") for rev in args.revs}
+        for n in range(args.rounds):
+            for rev, tree in trees.items():
+                figures = one_round(
+                    tree, workdir / f"{n}-{rev.replace('/', '_')}", args.rate, count
+                )
+                results[rev].append(figures)
+                print(
+                    f"round {n + 1} {rev:>12}: p50 {figures['p50_ms']:6.2f} ms  p99 "
+                    f"{figures['p99_ms']:7.2f} ms  max {figures['max_ms']:7.1f} ms  "
+                    f"server CPU {figures['cpu_us_per_update']:4.0f} us/update  "
+                    f"load {figures['load']:.1f}",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{args.rate}/s for {args.seconds:g} s, {args.rounds} rounds; medians:")
+    for rev, rounds in results.items():
+        print(
+            f"{rev:>12}: p50 {median([r['p50_ms'] for r in rounds]):6.2f} ms  p99 "
+            f"{median([r['p99_ms'] for r in rounds]):7.2f} ms  server CPU "
+            f"{median([r['cpu_us_per_update'] for r in rounds]):4.0f} us/update"
+            + ("" if all(r["complete"] for r in rounds) else "  (some rounds incomplete)")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The agent's questions (``elicitation`` messages) in ``agent-sessions chat``: a form is
+asked field by field (its title, the default in brackets; Enter keeps the default or
+leaves an optional field out), a URL is shown to visit; ``!decline`` or ``!cancel`` at any
+prompt answers so. The answer goes as the WebSocket ``elicitation`` command."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["ask_elicitation"]
+
+Ask = Callable[[str], Awaitable[str | None]]
+Say = Callable[[str], None]
+_ACTIONS = {"!decline": "decline", "!cancel": "cancel"}
+
+
+async def ask_elicitation(content: dict[str, Any], ask: Ask, say: Say) -> dict[str, Any]:
+    """The ``elicitation`` command that answers ``content`` (``cancel`` at end of input)."""
+    command: dict[str, Any] = {"type": "elicitation", "requestId": content["requestId"]}
+    say(f"? the agent asks: {content.get('message') or 'some input'}")
+    if content.get("mode") == "url":
+        say(f"  open {content.get('url')}")
+        answer = await ask("press Enter once done (or !decline, !cancel): ")
+        return {**command, "action": _action(answer)}
+    schema = content.get("requestedSchema") or {}
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
+    values: dict[str, Any] = {}
+    for name, prop in (properties or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        while True:
+            answer = await ask(_prompt(name, prop, name in required))
+            if answer is None or answer.strip() in _ACTIONS:
+                return {**command, "action": _action(answer)}
+            value, problem = _value(answer.strip(), prop, name in required)
+            if problem is None:
+                break
+            say(f"  {problem}")
+        if value is not None:
+            values[name] = value
+    return {**command, "action": "accept", "content": values}
+
+
+def _action(answer: str | None) -> str:
+    if answer is None:
+        return "cancel"
+    return _ACTIONS.get(answer.strip(), "accept")
+
+
+def _prompt(name: str, prop: dict[str, Any], required: bool) -> str:
+    label = str(prop.get("title") or name)
+    choices = prop.get("enum")
+    if isinstance(choices, list):
+        label += " (" + " / ".join(str(c) for c in choices) + ")"
+    elif prop.get("type") == "boolean":
+        label += " (y/n)"
+    default = prop.get("default")
+    if default is not None:
+        label += f" [{'y' if default is True else 'n' if default is False else default}]"
+    return f"  {label}{' *' if required else ''}: "
+
+
+def _value(answer: str, prop: dict[str, Any], required: bool) -> tuple[Any, str | None]:
+    """The typed value of one answer, or why it is not one."""
+    if not answer:
+        if "default" in prop:
+            return prop["default"], None
+        return None, "this field is required" if required else None
+    kind = prop.get("type")
+    choices = prop.get("enum")
+    if isinstance(choices, list):
+        found = next((c for c in choices if str(c) == answer), None)
+        return (found, None) if found is not None else (None, "choose one of the listed values")
+    if kind == "boolean":
+        if answer.lower() in ("y", "yes", "true"):
+            return True, None
+        if answer.lower() in ("n", "no", "false"):
+            return False, None
+        return None, "answer y or n"
+    if kind in ("integer", "number"):
+        try:
+            return (int(answer) if kind == "integer" else float(answer)), None
+        except ValueError:
+            return None, f"type a{'n integer' if kind == 'integer' else ' number'}"
+    return answer, None

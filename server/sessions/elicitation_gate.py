@@ -1,0 +1,115 @@
+"""A live session's elicitations (ACP ``elicitation/create``): the agent asks for a form
+(``requestedSchema``) or for a visit to a URL; a person accepts (a form with content that
+matches the schema), declines or cancels, the first answer winning. Waiting, the timeout
+and cancelling are ``server.sessions.pending``'s, shared with permission requests."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from agent_bridge import RpcError
+from agent_bridge.jsonrpc import INVALID_PARAMS
+from server.sessions.elicitation_form import check_content, schema_problem
+from server.sessions.errors import Invalid
+from server.sessions.live_base import LiveBase
+from server.sessions.pending import PendingRequest, RequestKind
+from server.sessions.translate import Output
+
+__all__ = ["ACTIONS", "ELICITATION", "ElicitationGate"]
+
+log = logging.getLogger("agent_sessions.session")
+
+ACTIONS = ("accept", "decline", "cancel")
+MODES = ("form", "url")
+
+ELICITATION = RequestKind(
+    name="elicitation",
+    answered_code="elicitation_already_answered",
+    answered_message="This elicitation was already answered.",
+    cancelled={"action": "cancel"},
+    on_timeout=lambda _pending: {"action": "cancel"},
+)
+
+
+def _refuse(message: str) -> RpcError:
+    log.info("elicitation refused: %s", message)
+    return RpcError(INVALID_PARAMS, message)
+
+
+def _web_url(url: Any) -> bool:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # e.g. a malformed IPv6 host
+        return False
+    return parts is not None and parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+class ElicitationGate(LiveBase):
+    async def on_elicitation_request(
+        self, params: dict[str, Any], raw: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]:
+        mode = params.get("mode")
+        if not isinstance(mode, str):
+            raise _refuse("mode must be a string")
+        schema, url = params.get("requestedSchema"), params.get("url")
+        if mode == "form" and (problem := schema_problem(schema)) is not None:
+            raise _refuse(problem)
+        if mode == "url" and not _web_url(url):
+            raise _refuse("url must be an http or https URL")
+        call_id = params.get("toolCallId")
+        turn = self.turn
+        message = params.get("message")
+        request_id = str(uuid.uuid4())
+        content = {
+            "type": "elicitation",
+            "requestId": request_id,
+            "mode": mode,
+            "message": message if isinstance(message, str) else "",
+            "requestedSchema": schema if mode == "form" else None,
+            "url": url if mode == "url" else None,
+            "outcome": None,
+        }
+        pending = PendingRequest(
+            ELICITATION,
+            request_id,
+            turn.run_id if turn else None,
+            call_id if isinstance(call_id, str) and turn is not None else None,
+            content,
+        )
+        outputs = self.translator.flush()
+        outputs.append(Output("system", content, raw))
+        self._ask(pending, outputs)
+        if mode not in MODES:  # kept as it came, not shown: declined at once
+            self._decide(pending, {"action": "decline"}, "unsupported_mode")
+        return self._wait(pending)
+
+    def answer_elicitation(
+        self, request_id: str, action: str, content: Any
+    ) -> tuple[anyio.Event, dict[str, Any]]:
+        """A person's answer; the first one wins. A form's ``accept`` content must match
+        the requested schema (else Invalid, and the request stays pending). Returns the
+        commit event and the outcome."""
+        pending = self._pending_of(ELICITATION, request_id)
+        outcome = elicitation_outcome(pending.content, action, content)
+        return self._decide(pending, outcome, "user"), outcome
+
+
+def elicitation_outcome(asked: dict[str, Any], action: str, content: Any) -> dict[str, Any]:
+    """The outcome an answer makes, checked against what was asked."""
+    if action not in ACTIONS:
+        raise Invalid("action must be one of accept, decline, cancel.", field="action")
+    if action != "accept" or asked["mode"] != "form":
+        if content is not None:
+            raise Invalid("content is taken only with action accept on a form.", field="content")
+        return {"action": action}
+    schema = asked["requestedSchema"]
+    return {
+        "action": "accept",
+        "content": check_content(schema, {} if content is None else content),
+    }
