@@ -25,6 +25,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from store.rollup import run_table, tool_table
+
 __all__ = [
     "Base",
     "Message",
@@ -36,6 +38,8 @@ __all__ = [
     "SessionRecord",
     "ToolCall",
     "UtcDateTime",
+    "stats_runs",
+    "stats_tools",
     "utcnow",
 ]
 
@@ -269,3 +273,8 @@ class SessionOwner(Base):
     )
     node_id: Mapped[str] = mapped_column(String(255))
     lease_until: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+# The statistics roll-up (store/rollup.py, migration 0006), maintained by SQL triggers.
+stats_runs = run_table(Base.metadata)
+stats_tools = tool_table(Base.metadata)
