@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypedDict
 
-from sqlalchemy import Table, func, insert, select, update
+from sqlalchemy import Table, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.jsontypes import JsonObject, JsonValue
@@ -94,16 +94,18 @@ async def asked_elicitation(db: AsyncSession, session_id: str, request_id: str) 
     return any(c.get("requestId") == request_id for c in contents if isinstance(c, dict))
 
 
-async def pending_elicitations(db: AsyncSession, session_id: str) -> list[Message]:
-    """The session's elicitation messages whose request has no outcome stored yet."""
-    query = (
-        select(Message)
-        .where(Message.session_id == session_id, Message.type == "elicitation")
-        .order_by(Message.seq)
-    )
-    latest: dict[JsonValue, Message] = {}  # by requestId, as stored
+async def pending_elicitations(db: AsyncSession, session_id: str | None) -> list[Message]:
+    """The elicitation messages whose request has no outcome stored yet: of one session,
+    or of every session (``None``; through the partial index ``ix_messages_elicitation``)."""
+    # a literal, not a bound parameter: SQLite uses a partial index only for a query
+    # whose WHERE has the index's own term
+    query = select(Message).where(text("messages.type = 'elicitation'"))
+    if session_id is not None:
+        query = query.where(Message.session_id == session_id)
+    query = query.order_by(Message.session_id, Message.seq)
+    latest: dict[tuple[str, JsonValue], Message] = {}  # by session and requestId, as stored
     for message in (await db.execute(query)).scalars():
-        latest[message.content.get("requestId")] = message
+        latest[message.session_id, message.content.get("requestId")] = message
     return [m for m in latest.values() if m.content.get("outcome") is None]
 
 

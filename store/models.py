@@ -19,12 +19,14 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from store.jsontypes import JsonObject, JsonValue
+from store.rollup import run_table, tool_table
 
 __all__ = [
     "Base",
@@ -37,6 +39,8 @@ __all__ = [
     "SessionRecord",
     "ToolCall",
     "UtcDateTime",
+    "stats_runs",
+    "stats_tools",
     "utcnow",
 ]
 
@@ -141,6 +145,14 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("session_id", "seq", name="uq_messages_session_seq"),
         Index("ix_messages_run", "run_id", "seq"),
+        # start-up recovery: every session's elicitations without a scan (0007)
+        Index(
+            "ix_messages_elicitation",
+            "session_id",
+            "seq",
+            sqlite_where=text("type = 'elicitation'"),
+            postgresql_where=text("type = 'elicitation'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -161,7 +173,7 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_created", "created_at", "id"),
-        Index("ix_runs_session", "session_id"),
+        Index("ix_runs_session_created", "session_id", "created_at", "id"),
         Index("ix_runs_status", "status"),
         # /api/stats: one index-only range scan per query (see store/stats.py).
         Index(
@@ -270,3 +282,8 @@ class SessionOwner(Base):
     )
     node_id: Mapped[str] = mapped_column(String(255))
     lease_until: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+# The statistics roll-up (store/rollup.py, migration 0006), maintained by SQL triggers.
+stats_runs = run_table(Base.metadata)
+stats_tools = tool_table(Base.metadata)

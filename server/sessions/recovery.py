@@ -33,27 +33,25 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
     async with hub.db.read() as db:
         runs = list(await run_store.runs_with_status(db, "running"))
         pending = list(await permission_store.pending_permissions(db))
+        elicitations = list(await message_store.pending_elicitations(db, None))
+    if only is None and hub.cluster.enabled:
+        everyone = (
+            {r.session_id for r in runs}
+            | {p.session_id for p in pending}
+            | {m.session_id for m in elicitations}
+        )
+        only = {sid for sid in everyone if await hub.cluster.owner_url(sid) is None}
     if only is not None:
         runs = [r for r in runs if r.session_id in only]
         pending = [p for p in pending if p.session_id in only]
-    elif hub.cluster.enabled:
-        owned = {
-            sid
-            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
-            if await hub.cluster.owner_url(sid) is not None
-        }
-        runs = [r for r in runs if r.session_id not in owned]
-        pending = [p for p in pending if p.session_id not in owned]
+        elicitations = [m for m in elicitations if m.session_id in only]
     async with hub.db.read() as db:
         sessions = {
             sid: await session_store.get_session(db, sid)
-            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+            for sid in {r.session_id for r in runs}
+            | {p.session_id for p in pending}
+            | {m.session_id for m in elicitations}
         }
-        elicitations = [
-            message
-            for sid in sessions
-            for message in await message_store.pending_elicitations(db, sid)
-        ]
     for sid, record in sessions.items():
         if record is not None:
             hub.writer.open_session(sid, record.last_seq)

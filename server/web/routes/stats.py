@@ -16,6 +16,7 @@ from server.web.requests import check_uuid, query_choice, query_int
 from server.web.state import app_state
 from server.web.views import iso
 from store import stats as stats_store
+from store import stats_fast, tool_stats_fast
 
 GROUPINGS = ("day", "agent", "repo", "status")
 DEFAULT_DAYS = 30
@@ -96,7 +97,7 @@ async def stats(request: Request) -> Response:
     group_by = cast(stats_store.GroupBy, query_choice(request, "groupBy", GROUPINGS) or "day")
     query = stats_query(request)
     async with app_state(request).db.read() as db:
-        buckets = await stats_store.run_buckets(db, query, group_by)
+        buckets = await stats_fast.run_buckets(db, query, group_by)
     return JSONResponse({**_echo(query), "groupBy": group_by, "buckets": buckets})
 
 
@@ -105,7 +106,7 @@ async def tools(request: Request) -> Response:
     assert limit is not None
     query = stats_query(request)
     async with app_state(request).db.read() as db:
-        rows = await stats_store.tool_stats(db, query, limit=limit)
+        rows = await tool_stats_fast.tool_stats(db, query, limit=limit)
     return JSONResponse({**_echo(query), "tools": rows})
 
 
