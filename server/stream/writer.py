@@ -23,10 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server import metrics
 from server.settings import CLEANUP_SECONDS
 from server.stream.broker import Broker
+from server.stream.clock import now_and_stamp
 from server.stream.frames import stored_frame
 from server.stream.ids import new_id
 from server.stream.receipt import Draft, Op, Receipt
-from store import Database, utcnow
+from store import Database
 from store import messages as message_store
 from store import sessions as session_store
 from store.hot_writes import (
@@ -35,7 +36,6 @@ from store.hot_writes import (
     MessageRow,
     hot_writer_for,
     message_dict,
-    sqlite_stamp,
 )
 
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
@@ -107,8 +107,7 @@ class Writer:
         now = None
         if drafts:
             assert session_id is not None and session_id in self._seq, "open_session first"
-            now = utcnow()
-            stamp = sqlite_stamp(now)  # one text per submit, for the row and the frame
+            now, stamp = now_and_stamp()  # one text per submit, for the row and the frame
             seq = self._seq[session_id]
             dumps = orjson.dumps
             for draft in drafts:
