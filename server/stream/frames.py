@@ -63,7 +63,53 @@ def message_frame(message: Message | dict[str, Any]) -> bytes:
 def stored_frame(row: MessageRow) -> bytes:
     """The ``message`` frame of a row the writer just stored: its content is the JSON
     text stored, copied into the frame as it is (encoded once, for the database and for
-    every viewer); its timestamp comes from the stored text (milliseconds, UTC)."""
+    every viewer); its timestamp comes from the stored text (milliseconds, UTC).
+
+    The bytes orjson would make for the frame's object, built as text: a flood keeps a
+    whole batch of frames alive until sent, and each ``orjson.dumps`` output buffer then
+    cost ~3 us (fresh memory per frame) against ~0.5 us for the text's ``encode``. Any
+    field outside the shapes the writer makes (ids, role, ints) takes orjson's path."""
+    message_id, session_id, run_id, seq, step, role = row[0], row[1], row[3], row[2], row[4], row[5]
+    if (
+        type(seq) is not int
+        or (step is not None and type(step) is not int)
+        or not _plain(message_id)
+        or not _known_plain(session_id)
+        or (run_id is not None and not _known_plain(run_id))
+        or not _known_plain(role)
+    ):
+        return _stored_frame_orjson(row)
+    stamp = row[11]
+    run_text = "null" if run_id is None else f'"{run_id}"'
+    return (
+        f'{{"type":"message","message":{{"id":"{message_id}","sessionId":"{session_id}",'
+        f'"runId":{run_text},"seq":{seq},"role":"{role}",'
+        f'"content":{row[9]},"stepNumber":{"null" if step is None else step},'
+        f'"timestamp":"{stamp[:10]}T{stamp[11:23]}Z"}}}}'
+    ).encode()
+
+
+def _plain(text: object) -> bool:
+    """A string JSON writes between quotes as it is: letters, digits and dashes (ids,
+    roles)."""
+    return type(text) is str and text.replace("-", "").isalnum()
+
+
+_PLAIN: set[str] = set()  # strings seen plain: sessions', runs' ids and roles repeat
+
+
+def _known_plain(text: object) -> bool:
+    if text in _PLAIN:
+        return True
+    if not _plain(text):
+        return False
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    _PLAIN.add(text)  # type: ignore[arg-type]  # _plain checked it is a str
+    return True
+
+
+def _stored_frame_orjson(row: MessageRow) -> bytes:
     stamp = row[11]
     return orjson.dumps(
         {

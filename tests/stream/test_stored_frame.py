@@ -1,0 +1,85 @@
+"""The live ``message`` frame the writer builds as text is byte for byte the frame
+orjson makes of the same object; rows outside the writer's usual shapes take orjson's
+path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from server.stream.frames import stored_frame
+from server.stream.ids import new_id
+
+STAMP = "2026-11-24 21:38:41.985012"
+TRICKY = 'h\u00e9llo "q" \\ \u2028 \U0001f600\n\x01'
+SESSION = "0b5c5a2e-1b1a-4c1e-9e47-4a3f1e2d3c4b"
+
+
+def expected(row: tuple[Any, ...]) -> bytes:
+    return orjson.dumps(
+        {
+            "type": "message",
+            "message": {
+                "id": row[0],
+                "sessionId": row[1],
+                "runId": row[3],
+                "seq": row[2],
+                "role": row[5],
+                "content": orjson.loads(row[9]),
+                "stepNumber": row[4],
+                "timestamp": "2026-11-24T21:38:41.985Z",
+            },
+        }
+    )
+
+
+def row(**changes: Any) -> tuple[Any, ...]:
+    values: dict[str, Any] = {
+        "id": new_id(),
+        "session_id": SESSION,
+        "seq": 3,
+        "run_id": None,
+        "step": None,
+        "role": "agent",
+        "content": {"type": "text", "text": "x", "partial": True},
+    } | changes
+    content = orjson.dumps(values["content"]).decode()
+    return (
+        values["id"],
+        values["session_id"],
+        values["seq"],
+        values["run_id"],
+        values["step"],
+        values["role"],
+        values["content"]["type"],
+        1,
+        0,
+        content,
+        None,
+        STAMP,
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"run_id": new_id(), "step": 0},
+        {"run_id": new_id(), "step": 12, "role": "system"},
+        {"content": {"type": "text", "text": TRICKY, "partial": False}},
+        {"content": {"type": "tool", "result": [1, 2.5, None, {"a": True}]}, "role": "user"},
+        {"id": 'a"b'},  # not a plain id: orjson escapes it
+        {"session_id": "s\n"},
+        {"run_id": "r\\"},
+        {"role": "ag ent"},
+        {"id": "\u00e9t\u00e9"},  # letters JSON keeps as they are
+        {"step": True},  # not an int: orjson writes true
+        {"session_id": ""},
+    ],
+)
+def test_the_text_frame_is_the_bytes_orjson_makes(changes: dict[str, Any]) -> None:
+    message = row(**changes)
+    assert stored_frame(message) == expected(message)
+    assert stored_frame(message) == expected(message)  # again, with the plain strings known
