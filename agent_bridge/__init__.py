@@ -5,6 +5,7 @@ Imports neither ``server`` nor ``store``.
 """
 
 from agent_bridge.acp import PROTOCOL_VERSION, AcpClient, ClientCallbacks
+from agent_bridge.cgroups import AgentCgroups
 from agent_bridge.connection import AgentConnection, AgentHandler, connect_agent
 from agent_bridge.errors import AgentExited, AgentStartError, BridgeError, ProtocolBroken, RpcError
 from agent_bridge.orphans import SESSION_ENV, OrphanSweeper, kill_orphans, owner_marker
@@ -22,6 +23,7 @@ __all__ = [
     "SESSION_ENV",
     "PROTOCOL_VERSION",
     "AcpClient",
+    "AgentCgroups",
     "AgentConnection",
     "AgentExited",
     "AgentHandler",

@@ -4,19 +4,22 @@ the server, and the escalating stop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
+from agent_bridge.orphans import OWNER_ENV, SESSION_ENV, _stat
 from agent_bridge.spawn import resolve_command, wrapped
+from agent_bridge.wrapper import join, kill_cgroup, remove_cgroup
 
 __all__ = [
     "OWNER_ENV",
@@ -25,6 +28,7 @@ __all__ = [
     "ProcessSpec",
     "agent_environment",
     "become_subreaper",
+    "empty_cgroup",
     "group_members",
     "reap_group_once",
     "track",
@@ -65,7 +69,9 @@ def become_subreaper() -> bool:
 
 
 def group_members(pgid: int) -> list[tuple[int, str, int]]:
-    """(pid, state, ppid) of every process whose process group is ``pgid``."""
+    """(pid, state, ppid) of every process whose process group, or session, is ``pgid``
+    (a leader started in a session of its own: every process of that session descends
+    from it, the guard of an agent too, even one that left the group)."""
     members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -74,7 +80,7 @@ def group_members(pgid: int) -> list[tuple[int, str, int]]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[2]) == pgid:
+        if pgid in (int(fields[2]), int(fields[3])):
             members.append((int(entry.name), fields[0], int(fields[1])))
     return members
 
@@ -93,12 +99,13 @@ def reap_group_once(pgid: int, *, keep: int | None = None) -> bool:
             except OSError:
                 pass
         elif ppid == me and pid != keep:
-            left = True
-            if pid not in _TRACKED:
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
+            if pid in _TRACKED:
+                left = True
+                continue
+            try:
+                left = os.waitpid(pid, os.WNOHANG)[0] != pid or left
+            except ChildProcessError:  # reaped meanwhile: gone
+                pass
     return not left
 
 
@@ -117,6 +124,21 @@ async def wait_group_gone(
         return True
     log.warning("processes of a stopped group outlived the stop", extra={"pgid": pgid})
     return False
+
+
+def empty_cgroup(cgroup: Path, timeout: float) -> bool:  # noqa: ASYNC109 - not async
+    """Kill every process in ``cgroup``, reap those adopted by this server (a subreaper),
+    remove it. True when it is gone."""
+    killed = kill_cgroup(str(cgroup), timeout)
+    me, deadline = os.getpid(), time.monotonic() + timeout
+    for pid in killed:  # descendants of the agent: only ever adopted, never a child of ours
+        while (stat := _stat(pid)) is not None and stat[1] == me and pid not in _TRACKED:
+            if stat[0] == "Z" or time.monotonic() >= deadline:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                break
+            time.sleep(0.002)  # out of its cgroup, not yet a zombie: a moment
+    return remove_cgroup(str(cgroup), timeout)
 
 
 def agent_environment(
@@ -150,28 +172,39 @@ class ProcessSpec:
     argv: list[str]
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
+    cgroup: Path | None = None  # the directory the agent's own cgroup is made in
 
 
 class AgentProcess:
     """A spawned agent in its own process group."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, protocol: _Protocol) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        protocol: _Protocol,
+        cgroup: Path | None = None,
+        joined: asyncio.Future[bool] | None = None,
+    ) -> None:
         self._proc = proc
         self._protocol = protocol
         self.pid = proc.pid
+        self.cgroup = None if cgroup is None else cgroup / str(proc.pid)
+        self._joined = joined  # our move of the agent into its cgroup, done before cleanup
         self.stdin = proc.stdin
         self.stdout = proc.stdout
         self.stderr = proc.stderr
 
     @classmethod
     async def spawn(cls, spec: ProcessSpec) -> AgentProcess:
-        """Start the agent in a session of its own, through the exec wrapper that ties
-        it to this server's life (``agent_bridge.spawn``); from the event loop's thread."""
+        """Start the agent in a session (and cgroup) of its own, through the exec wrapper
+        that ties it and all it starts to this server's life (``agent_bridge.wrapper``);
+        from the event loop's thread."""
         resolve_command(spec.argv, spec.env, str(spec.cwd))
         loop = asyncio.get_running_loop()
+        cgroup = "" if spec.cgroup is None else str(spec.cgroup)
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(loop),
-            *wrapped(spec.argv),
+            *wrapped(spec.argv, cgroup=cgroup, guard=True),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -182,7 +215,11 @@ class AgentProcess:
         proc = asyncio.subprocess.Process(transport, protocol, loop)
         _TRACKED.add(proc.pid)
         log.info("agent process started", extra={"event": "agent_spawned", "pid": proc.pid})
-        return cls(proc, protocol)
+        if spec.cgroup is None:
+            return cls(proc, protocol)
+        # While the wrapper starts; it checks that it is in before its exec.
+        joined = loop.run_in_executor(None, join, str(spec.cgroup / str(proc.pid)), proc.pid)
+        return cls(proc, protocol, spec.cgroup, joined)
 
     async def exited(self) -> None:
         """Wait until the process itself has exited (its pipes may still be open)."""
@@ -247,5 +284,12 @@ class AgentProcess:
         return self._proc.returncode if self._proc.returncode is not None else -1
 
     async def reap_group(self, timeout: float = GROUP_REAP_TIMEOUT) -> bool:  # noqa: ASYNC109 - a bound, not a cancel
-        """Wait (bounded) until no process of the group is left; True if none is."""
-        return await wait_group_gone(self.pid, timeout)
+        """Wait (bounded) until no process of the group (nor of the session: the guard,
+        a descendant that changed group) is left, then none of the cgroup (a descendant
+        that left the session), and remove the cgroup; True if nothing is left."""
+        gone = await wait_group_gone(self.pid, timeout)
+        if self._joined is not None:
+            await asyncio.shield(self._joined)  # a late mkdir would leave the cgroup behind
+        if self.cgroup is not None:
+            gone = await anyio.to_thread.run_sync(empty_cgroup, self.cgroup, timeout) and gone
+        return gone

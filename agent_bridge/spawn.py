@@ -3,15 +3,8 @@ threads: aiosqlite and ``to_thread`` start some).
 
 The child is started in its own session (``start_new_session``, done by the kernel's
 ``setsid`` in the spawn itself) through a tiny exec wrapper, a second interpreter run
-with ``-I -S`` (about 25 ms), which
-
-1. asks for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``; kept across
-   ``execve``), then checks that the parent is still the server (it may have died
-   before the request took effect);
-2. changes into the directory it was handed as an open descriptor (terminals: the
-   directory was resolved inside the workspace, no path is looked up again);
-3. ``execvp``s the command. A command that cannot be run exits 127 with one line on
-   stderr.
+with ``-I -S`` (about 25 ms): ``agent_bridge/wrapper.py`` says what it does (the
+parent-death signal, the agent's cgroup and its guard, the working directory, the exec).
 
 PDEATHSIG fires when the *thread* that forked dies, not the process: spawn only from
 the event loop's thread (asyncio's ``subprocess_exec`` forks there), never from a
@@ -24,24 +17,11 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 __all__ = ["WRAPPER", "resolve_command", "wrapped"]
 
-WRAPPER = """\
-import ctypes, os, sys
-ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
-if os.getppid() != int(sys.argv[1]):
-    os._exit(137)
-fd = int(sys.argv[2])
-if fd >= 0:
-    os.fchdir(fd)
-    os.close(fd)
-try:
-    os.execvp(sys.argv[3], sys.argv[3:])
-except OSError as exc:
-    sys.stderr.write(f"cannot run {sys.argv[3]!r}: {exc.strerror}\\n")
-    os._exit(127)
-"""
+WRAPPER = str(Path(__file__).with_name("wrapper.py"))
 
 
 def resolve_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | int) -> str:
@@ -65,6 +45,10 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | int)
     return found_on_path
 
 
-def wrapped(argv: Sequence[str], *, cwd_fd: int = -1) -> list[str]:
-    """The argv that runs ``argv`` through the wrapper, child of this process."""
-    return [sys.executable, "-I", "-S", "-c", WRAPPER, str(os.getpid()), str(cwd_fd), *argv]
+def wrapped(
+    argv: Sequence[str], *, cwd_fd: int = -1, cgroup: str = "", guard: bool = False
+) -> list[str]:
+    """The argv that runs ``argv`` through the wrapper, child of this process: in a new
+    cgroup under ``cgroup`` (a directory; "" for none), watched by a guard if ``guard``."""
+    flags = [str(os.getpid()), str(cwd_fd), cgroup, "1" if guard else "0"]
+    return [sys.executable, "-I", "-S", WRAPPER, *flags, *argv]

@@ -162,7 +162,12 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 await hub.recover_sessions(session_ids)
 
             cluster = Cluster(settings, db, broker, on_takeover=take_over)
-            writer = Writer(db, broker, notify=cluster.notify if cluster.enabled else None)
+            writer = Writer(
+                db,
+                broker,
+                notify=cluster.notify if cluster.enabled else None,
+                announce=cluster.announcement if cluster.enabled else None,
+            )
             hub = Hub(settings, db, writer, broker, agents, cluster, clock)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)

@@ -236,6 +236,12 @@ class Settings:
     agent_stop_grace: float = _setting(
         "AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps"
     )
+    agent_cgroups: str = _setting(
+        "AGENT_CGROUPS",
+        _choice("auto", "v2", "freezer", "pids", "off"),
+        "auto",
+        "a cgroup per agent (auto: the first writable of v2, freezer, pids), or off",
+    )
     max_prompt_bytes: int = _setting("MAX_PROMPT_BYTES", _int(1), "1048576", "prompt size limit")
     max_body_bytes: int = _setting("MAX_BODY_BYTES", _int(1), "2097152", "request body size limit")
     max_ws_message_bytes: int = _setting(

@@ -75,6 +75,14 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def is_guard(pid: int) -> bool:
+    """An agent's guard (agent_bridge/wrapper.py): the wrapper that did not exec."""
+    try:
+        return b"agent_bridge/wrapper.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (children, grandchildren, ...)."""
     parents: dict[int, list[int]] = {}

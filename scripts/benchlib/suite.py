@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import limits
-from benchlib.procs import Server, Tracker, cpu_seconds, free_port, rss_kib, wait_http_ok
+from benchlib.procs import (
+    Server,
+    Tracker,
+    cpu_seconds,
+    free_port,
+    is_guard,
+    rss_kib,
+    wait_http_ok,
+)
 from benchlib.stats import median, summary
 
 __all__ = ["FULL", "QUICK", "Sizes", "run_suite"]
@@ -329,8 +337,11 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
             if n == 0:
                 rss_first = rss_kib(server.pid)
         rss_all = rss_kib(server.pid)
-        agents = ctx.tracker.note_descendants(server.pid)
+        below = ctx.tracker.note_descendants(server.pid)
+        guards = [pid for pid in below if is_guard(pid)]  # one per agent
+        agents = [pid for pid in below if pid not in guards]
         agent_rss = sum(rss_kib(pid) for pid in agents)
+        guard_rss = sum(rss_kib(pid) for pid in guards)
         agent_cpu0 = sum(cpu_seconds(pid) for pid in agents)
         cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
         time.sleep(
@@ -341,7 +352,7 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
         active = server.api("GET", "/api/sessions?status=active&limit=1", expect=200)["total"]
     finally:
         stop_s = ctx.tracker.stop(server.process, timeout=60)
-    left = [pid for pid in agents if os.path.exists(f"/proc/{pid}")]
+    left = [pid for pid in below if os.path.exists(f"/proc/{pid}")]
     if left:
         ctx.problems.append(f"agents still running after the server stopped: {left}")
     per_session = (rss_all - rss_first) / max(count - 1, 1)
@@ -357,6 +368,8 @@ def phase_scale(ctx: Context) -> dict[str, Any]:
         "rss_all_mb": rss_all * 1024 / 1e6,
         "rss_growth_per_session_mb": per_session * 1024 / 1e6,
         "agent_rss_each_mb": agent_rss / max(len(agents), 1) * 1024 / 1e6,
+        "guard_processes": len(guards),
+        "guard_rss_each_mb": guard_rss / max(len(guards), 1) * 1024 / 1e6,
         "idle_cpu_percent": (cpu1 - cpu0) / (t1 - t0) * 100,
         "agents_idle_cpu_percent": (agent_cpu1 - agent_cpu0) / (t1 - t0) * 100,
         "stop_s": stop_s,
@@ -433,6 +446,12 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
             ctx.tracker.stop(bare.process)
         phase(f"scale ({sizes.scale_sessions} sessions with live agents)")
         results["scale"] = phase_scale(ctx)
+        pg_url = os.environ.get("BENCH_PG_URL")
+        if pg_url:
+            from benchlib.pg import phase_pg
+
+            phase("PostgreSQL: ingest and raw asyncpg")
+            results["pg"] = phase_pg(ctx, pg_url, _flood)
     finally:
         ctx.tracker.stop_all()
         left = ctx.tracker.leftovers()

@@ -188,11 +188,16 @@ class Cluster:
 
     async def notify(self, db: AsyncSession, spans: dict[str, tuple[int, int]]) -> None:
         """Inside the writer's transaction: announce (session, first, last) on commit."""
+        channel, payloads = self.announcement(spans)
+        await cluster_store.notify(db, channel, payloads)
+
+    def announcement(self, spans: dict[str, tuple[int, int]]) -> tuple[str, list[str]]:
+        """The channel and payloads of ``notify`` (the writer's hot path sends them)."""
         payloads = [
             f"{self.node_id} {session_id} {first} {last}"
             for session_id, (first, last) in spans.items()
         ]
-        await cluster_store.notify(db, CHANNEL, payloads)
+        return CHANNEL, payloads
 
     def _on_notification(self, payload: str) -> None:
         node, session_id, first, last = payload.split(" ")

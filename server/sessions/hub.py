@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from agent_bridge import AgentStartError, agent_environment, kill_orphans
+from agent_bridge import AgentCgroups, AgentStartError, agent_environment, kill_orphans
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.cluster import Cluster
 from server.sessions import answers
@@ -67,7 +68,9 @@ class Hub:
     ) -> None:
         self.settings = settings
         self.cluster = cluster
-        self.services = Services(settings, database, writer, cluster, clock)
+        self.owner, self.orphans = process_owner(database.url, cluster.node_id)
+        self.cgroups = AgentCgroups(self.owner, settings.agent_cgroups)
+        self.services = Services(settings, database, writer, cluster, clock, self.cgroups)
         self.db = database
         self.writer = writer
         writer.on_failure = self.write_failures = WriteFailures(self)
@@ -78,7 +81,6 @@ class Hub:
         self._resuming = KeyedLocks()
         self._tg: TaskGroup | None = None
         self.shutting_down = False
-        self.owner, self.orphans = process_owner(database.url, cluster.node_id)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -101,6 +103,7 @@ class Hub:
             async with anyio.create_task_group() as tg:
                 for live in lives:
                     tg.start_soon(live.stop, "interrupted")
+        await anyio.to_thread.run_sync(self.cgroups.release)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
@@ -170,7 +173,7 @@ class Hub:
         return await state.record_start_failure(self.services, record.id, exc)
 
     async def _set_status(
-        self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None
+        self, session_id: str, status: str, reason: str, detail: JsonObject | None = None
     ) -> None:
         await state.set_status(self.writer, session_id, status, reason, detail)
 
@@ -306,7 +309,7 @@ class Hub:
 
     async def answer_elicitation(
         self, session_id: str, request_id: str, action: str, content: Any
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Returns the outcome given to the agent (see ``server.sessions.answers``)."""
         return await answers.answer_elicitation(self, session_id, request_id, action, content)
 
@@ -363,6 +366,7 @@ class Hub:
     async def recover(self) -> None:
         """After a crash: kill what a dead process of this node left, interrupt its running
         runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
+        await anyio.to_thread.run_sync(self.cgroups.start)  # its stale cgroups first
         await anyio.to_thread.run_sync(kill_orphans, self.owner)
         await self.recover_sessions(None)
         async with self.db.read() as db:

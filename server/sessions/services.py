@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agent_bridge import AgentCgroups
 from server.cluster import Cluster
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.writer import Writer
@@ -24,3 +25,4 @@ class Services:
     writer: Writer
     cluster: Cluster
     clock: Callable[[], float] = time.monotonic  # durations of turns and tool calls
+    cgroups: AgentCgroups | None = None  # where agents' cgroups are made (none: None)

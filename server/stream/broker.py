@@ -18,20 +18,21 @@ DEFAULT_QUEUE_SIZE = 8192
 
 
 class Subscription:
-    """One viewer's queue of ``(seq, frame text)``."""
+    """One viewer's queue of ``(seq, frame)``: the frame is UTF-8 JSON text, encoded once
+    and shared by every viewer."""
 
     def __init__(self, session_id: str, maxsize: int) -> None:
         self.session_id = session_id
         self._maxsize = maxsize
-        self._frames: deque[tuple[int, str]] = deque()
+        self._frames: deque[tuple[int, bytes]] = deque()
         self._ready = anyio.Event()
         self.overflowed = False
         self.closed = False
 
-    def put(self, seq: int, frame: str) -> None:
+    def put(self, seq: int, frame: bytes) -> None:
         self.put_many([(seq, frame)])
 
-    def put_many(self, frames: list[tuple[int, str]]) -> None:
+    def put_many(self, frames: list[tuple[int, bytes]]) -> None:
         """Queue ``frames`` (shared, not copied); overflow instead when they do not fit."""
         if self.overflowed or self.closed:
             return
@@ -51,7 +52,7 @@ class Subscription:
         self.closed = True
         self._ready.set()
 
-    async def wait_frames(self) -> deque[tuple[int, str]]:
+    async def wait_frames(self) -> deque[tuple[int, bytes]]:
         """Wait until there is something; return every queued frame (the queue itself,
         swapped for an empty one). Nothing means the subscription overflowed or was closed."""
         while not self._frames and not (self.overflowed or self.closed):
@@ -85,7 +86,7 @@ class Broker:
             if not subs:
                 del self._subs[sub.session_id]
 
-    def publish(self, session_id: str, frames: Iterable[tuple[int, str]]) -> None:
+    def publish(self, session_id: str, frames: Iterable[tuple[int, bytes]]) -> None:
         subs = self._subs.get(session_id)
         if not subs:
             return

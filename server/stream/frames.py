@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 
 from store import Message
+from store.hot_writes import MessageRow
 
-__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view"]
+__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view", "stored_frame"]
 
 
 def iso(value: datetime | None) -> str | None:
@@ -53,9 +54,32 @@ def _message_row(message: Message) -> dict[str, Any]:
     }
 
 
-def message_frame(message: Message | dict[str, Any]) -> str:
-    """The ``message`` frame for one stored message, encoded once for every viewer."""
-    return orjson.dumps({"type": "message", "message": message_view(message)}).decode()
+def message_frame(message: Message | dict[str, Any]) -> bytes:
+    """The ``message`` frame for one stored message (UTF-8 JSON text), encoded once for
+    every viewer."""
+    return orjson.dumps({"type": "message", "message": message_view(message)})
+
+
+def stored_frame(row: MessageRow) -> bytes:
+    """The ``message`` frame of a row the writer just stored: its content is the JSON
+    text stored, copied into the frame as it is (encoded once, for the database and for
+    every viewer); its timestamp comes from the stored text (milliseconds, UTC)."""
+    stamp = row[11]
+    return orjson.dumps(
+        {
+            "type": "message",
+            "message": {
+                "id": row[0],
+                "sessionId": row[1],
+                "runId": row[3],
+                "seq": row[2],
+                "role": row[5],
+                "content": orjson.Fragment(row[9]),
+                "stepNumber": row[4],
+                "timestamp": f"{stamp[:10]}T{stamp[11:23]}Z",
+            },
+        }
+    )
 
 
 def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:

@@ -13,6 +13,8 @@ the prompt ``end_turn`` (unless a step hangs). Steps:
 ``{"detach": PATH}``    start a process that calls setsid() and double-forks into the
                         background (stdout inherited), writes its pid to PATH, then
                         sleeps for ever.
+``{"child": PATH}``     start a process in the agent's own process group, writes its pid
+                        to PATH, then sleeps for ever.
 ``{"hang": true}``      stop reading and sleep for ever.
 ``{"exit": CODE}``      exit at once.
 
@@ -71,6 +73,8 @@ class Agent:
                     self.read()
             elif "detach" in step:
                 detach(step["detach"])
+            elif "child" in step:
+                child(step["child"])
             elif "hang" in step:
                 while True:
                     time.sleep(3600)
@@ -96,6 +100,16 @@ class Agent:
                 self.send({"id": ident, "result": {"stopReason": "end_turn"}})
             else:
                 self.send({"id": ident, "error": {"code": -32601, "message": "Method not found"}})
+
+
+def child(pid_file: str) -> None:
+    """A descendant that stays in the agent's process group."""
+    if os.fork() == 0:
+        Path(pid_file).write_text(str(os.getpid()))
+        while True:
+            time.sleep(3600)
+    while not Path(pid_file).exists() or not Path(pid_file).read_text():  # noqa: ASYNC110
+        time.sleep(0.005)
 
 
 def detach(pid_file: str) -> None:

@@ -16,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_bridge import kill_orphans, owner_marker
+from agent_bridge.cgroups import KINDS, hierarchies
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
 from server.app import create_app
 from tests.fuzz.support import alive, pid_from, raw_agent
@@ -35,7 +36,10 @@ def wait_until(predicate, timeout: float = 20) -> None:  # noqa: ANN001 - a test
         time.sleep(0.02)
 
 
-def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("cgroups", ["auto", "off"])
+def test_detached_descendants_die_with_their_session(
+    make_settings, tmp_path: Path, cgroups: str
+) -> None:
     keep_pid, end_pid = tmp_path / "keep.pid", tmp_path / "end.pid"
     keep_cmd = detaching_agent(tmp_path / "keep", keep_pid)
     end_cmd = detaching_agent(tmp_path / "end", end_pid)
@@ -43,7 +47,8 @@ def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Pa
     agents.write_text(
         f"[agents.keep]\ncommand = {keep_cmd!r}\n\n[agents.end]\ncommand = {end_cmd!r}\n"
     )
-    with TestClient(create_app(make_settings(AGENTS_FILE=agents))) as client:
+    settings = make_settings(AGENTS_FILE=agents, AGENT_CGROUPS=cgroups)
+    with TestClient(create_app(settings)) as client:
         repo = client.get("/api/repos").json()["repos"][0]["id"]
         keep = create_session(client, repo, agentId="keep")["id"]
         end = create_session(client, repo, agentId="end")["id"]
@@ -62,30 +67,64 @@ def test_detached_descendants_die_with_their_session(make_settings, tmp_path: Pa
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
-        assert processes_with_env(f"{SESSION_ENV}={end}\0") == []
+        assert processes_with_env(f"{SESSION_ENV}={end}\0") == []  # its guard too
+        base = hub.cgroups.base
+        assert (base is None) is (cgroups == "off" or not any(map(usable, KINDS)))
+        if base is not None:  # the ended agent's cgroup is removed, the live one's kept
+            assert [p.name for p in base.iterdir() if p.is_dir()] == [
+                str(live_agent_pid(client, keep))
+            ]
         client.delete(f"/api/sessions/{keep}")
         assert not alive(daemons[keep])
+    assert base is None or not base.exists()  # and this server's directory at shutdown
 
 
-def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path) -> None:
-    """kill -9 of the server: the agent dies at once (parent-death signal set by the
-    exec wrapper), and what it detached is killed by the next start's sweep."""
-    pid_file = tmp_path / "daemon.pid"
-    command = detaching_agent(tmp_path / "agent", pid_file)
-    server = live_server(AGENT_COMMAND=command)
+def usable(kind: str) -> bool:
+    """Whether this machine lets a server make cgroups of ``kind`` ("off": always)."""
+    path = hierarchies().get(kind)
+    return kind == "off" or (path is not None and os.access(path, os.W_OK))
+
+
+def server_cgroups(kind: str, server_pid: int) -> list[Path]:
+    top = hierarchies()[kind] / "agent-sessions"
+    return [p for p in top.iterdir() if f"-{server_pid}-" in p.name] if top.is_dir() else []
+
+
+@pytest.mark.parametrize("kind", ["v2", "freezer", "pids", "off"])
+def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path, kind: str) -> None:
+    """kill -9 of the server: the agent dies at once (parent-death signal set by the exec
+    wrapper), and its guard kills what the agent started: a child in its process group
+    and, in the agent's cgroup, one detached with setsid and a double fork. Without a
+    cgroup (AGENT_CGROUPS=off) the detached one is left to the next start's sweep."""
+    if not usable(kind):
+        pytest.skip(f"no writable {kind} cgroup hierarchy here")
+    child_file, daemon_file = tmp_path / "child.pid", tmp_path / "daemon.pid"
+    command = raw_agent(
+        tmp_path / "agent", [[{"child": str(child_file)}, {"detach": str(daemon_file)}]]
+    )
+    server = live_server(AGENT_COMMAND=command, AGENT_CGROUPS=kind)
     with httpx.Client(base_url=server.url, timeout=30) as http:
         repo = http.get("/api/repos").json()["repos"][0]["id"]
         sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
         run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
         wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
-    agents = [p for p in processes_with_env(f":{server.process.pid}:") if p != pid_from(pid_file)]
-    daemon = pid_from(pid_file)
-    assert agents and alive(daemon)
+    ours = processes_with_env(f":{server.process.pid}:")  # agent, guard, child, daemon
+    child, daemon = pid_from(child_file), pid_from(daemon_file)
+    assert len(ours) == 4 and {child, daemon} <= set(ours) and all(alive(p) for p in ours)
+    agent = next(p for p in ours if os.getsid(p) == p)
+    assert os.getpgid(child) == agent and os.getsid(daemon) != agent  # detached
+    if kind != "off":
+        assert [p.name for p in server_cgroups(kind, server.process.pid)]  # made at start
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(10)
-    wait_until(lambda: not any(alive(p) for p in agents))  # the agent went with the server
-    live_server(AGENT_COMMAND=command)
-    assert not alive(daemon)
+    if kind == "off":
+        wait_until(lambda: not any(alive(p) for p in ours if p != daemon))
+        assert alive(daemon)  # the fallback: the next start's sweep
+        live_server(AGENT_COMMAND=command, AGENT_CGROUPS=kind)
+        assert not alive(daemon)
+        return
+    wait_until(lambda: not any(alive(p) for p in ours))  # with the server, no restart
+    wait_until(lambda: server_cgroups(kind, server.process.pid) == [])  # nothing left behind
 
 
 def test_restarting_node_leaves_other_nodes_agents(live_server, tmp_path: Path) -> None:

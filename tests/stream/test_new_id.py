@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import server.stream.writer as writer_module
-from server.stream.writer import new_id
+import server.stream.ids as ids_module
+from server.stream.ids import new_id
 
 
 def test_ids_are_uuid_version_7_with_the_rfc_variant() -> None:
@@ -29,8 +29,8 @@ def test_the_order_holds_when_the_clock_stands_still_or_steps_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     now = [1_800_000_000_000 * 1_000_000]  # ns
-    monkeypatch.setattr(writer_module, "time", SimpleNamespace(time_ns=lambda: now[0]))
-    monkeypatch.setattr(writer_module, "_last_millis", 0)
+    monkeypatch.setattr(ids_module, "time", SimpleNamespace(time_ns=lambda: now[0]))
+    monkeypatch.setattr(ids_module, "_last_millis", 0)
     ids = [new_id() for _ in range(5000)]  # more than the 12-bit counter holds in 1 ms
     now[0] -= 10_000_000_000  # the wall clock steps back 10 s
     ids += [new_id() for _ in range(100)]

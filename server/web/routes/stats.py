@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, cast
+from typing import TypedDict, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from starlette.requests import Request
@@ -76,7 +76,14 @@ def stats_query(request: Request) -> stats_store.StatsQuery:
     )
 
 
-def _echo(query: stats_store.StatsQuery) -> dict[str, Any]:
+# The query as the answer echoes it ("from" is a keyword: the functional form).
+StatsEcho = TypedDict(
+    "StatsEcho",
+    {"from": str | None, "to": str | None, "tz": str, "repoId": str | None, "agentId": str | None},
+)
+
+
+def _echo(query: stats_store.StatsQuery) -> StatsEcho:
     return {
         "from": iso(query.start),
         "to": iso(query.end),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 from urllib.parse import quote
 
@@ -11,15 +12,18 @@ import orjson
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from server import metrics
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server import metrics, shapes
 from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, message_frame
+from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
 from server.web.routes.sessions import session_json
 from server.web.state import AppState, app_state
+from server.web.ws_sender import FrameSender
 from store import messages as message_store
 
 log = logging.getLogger("agent_sessions.ws")
@@ -55,10 +59,11 @@ async def stream(websocket: WebSocket) -> None:
                 }
             )
         )
-        cursor = await _replay(websocket, state, record.id, after)
+        sender = FrameSender(websocket)
+        cursor = await _replay(sender, state, record.id, after)
         await websocket.send_text('{"type":"live"}')
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_send_live, websocket, sub, cursor, tg.cancel_scope)
+            tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
             await _receive_commands(websocket, state, record.id)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
@@ -77,21 +82,23 @@ def _uuid(raw: str) -> str:
         raise ApiError.not_found("session", raw) from None
 
 
-async def _replay(websocket: WebSocket, state: AppState, session_id: str, after: int) -> int:
+async def _replay(sender: FrameSender, state: AppState, session_id: str, after: int) -> int:
     cursor = after
     while True:
         async with state.db.read() as db:
             rows = await message_store.list_messages(
                 db, session_id, message_store.MessageFilter(after=cursor), limit=REPLAY_PAGE
             )
-        for row in rows:
-            await websocket.send_text(message_frame(row))
-            cursor = row.seq
+        if rows:
+            await sender.send([message_frame(row) for row in rows])
+            cursor = rows[-1].seq
         if len(rows) < REPLAY_PAGE:
             return cursor
 
 
-async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.CancelScope) -> None:
+async def _send_live(
+    websocket: WebSocket, sender: FrameSender, sub: Any, cursor: int, scope: anyio.CancelScope
+) -> None:
     try:
         while True:
             frames = await sub.wait_frames()
@@ -103,10 +110,11 @@ async def _send_live(websocket: WebSocket, sub: Any, cursor: int, scope: anyio.C
                 else:
                     await websocket.close(1001, "server shutting down")
                 break
-            for seq, frame in frames:
-                if seq > cursor:
-                    await websocket.send_text(frame)
-                    cursor = seq
+            if frames[0][0] <= cursor:  # some were replayed already
+                frames = deque((seq, frame) for seq, frame in frames if seq > cursor)
+            if frames:
+                await sender.send([frame for _seq, frame in frames])
+                cursor = frames[-1][0]
     except (WebSocketDisconnect, RuntimeError, OSError):
         pass
     scope.cancel()
@@ -140,7 +148,7 @@ def _is_prompt(data: str) -> bool:
     return isinstance(command, dict) and command.get("type") == "prompt"
 
 
-async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
+async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
     ref = None
     try:
         try:
@@ -162,10 +170,11 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         if kind == "cancel":
             await state.hub.cancel(session_id)
         elif kind == "permission":
-            request_id, option_id = command.get("requestId"), command.get("optionId")
-            if not isinstance(request_id, str) or not isinstance(option_id, str):
-                raise ApiError.validation("requestId and optionId are required strings.")
-            await state.hub.answer_permission(session_id, request_id, option_id)
+            try:
+                answer = decode(command, shapes.PermissionCommand)
+            except ApiError:  # one sentence for both fields, as it always was
+                raise ApiError.validation("requestId and optionId are required strings.") from None
+            await state.hub.answer_permission(session_id, answer.request_id, answer.option_id)
         elif kind in ("set_mode", "set_config"):
             await controls_command(state.hub, session_id, command)
         elif kind == "elicitation":
@@ -189,8 +198,8 @@ _REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 
 async def _forward(
-    state: AppState, owner: str, session_id: str, command: dict[str, Any], ref: Any
-) -> dict[str, Any]:
+    state: AppState, owner: str, session_id: str, command: JsonObject, ref: JsonValue
+) -> JsonObject:
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
     method, template, fields = _REST_PATHS[kind]

@@ -1,0 +1,77 @@
+"""Sending a viewer's queued frames: all of them in one socket write.
+
+API.md gives each message its own text frame, so frames are not merged; but the frames
+queued for one viewer are serialised back to back and handed to the socket in one
+``write`` when the server is uvicorn's websockets-sansio protocol (its ``auto`` choice),
+instead of one ASGI ``send`` per frame. A profile of a 40 000-update flood (py-spy on the
+server) had 13 % of the event loop's time in ``WebSocket.send_text`` per frame: three
+middleware wrappers, the ``str`` → UTF-8 encode for each viewer, and a ``send`` syscall
+per frame. Frames arrive as UTF-8 bytes, encoded once for every viewer.
+
+Anything else (another ASGI server, another protocol) gets one ``send`` per frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from websockets.exceptions import InvalidState
+
+__all__ = ["FrameSender"]
+
+_MAX_DEPTH = 8
+
+
+def _sansio_protocol(send: Any) -> Any | None:
+    """uvicorn's websockets-sansio protocol behind ``send`` (the innermost ASGI send, a
+    bound method of the protocol, under middleware closures), or None."""
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+    except ImportError:  # pragma: no cover - uvicorn without websockets
+        return None
+    todo, seen = [(send, 0)], set()
+    while todo:
+        item, depth = todo.pop()
+        if id(item) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(item))
+        owner = getattr(item, "__self__", None)
+        if isinstance(owner, WebSocketsSansIOProtocol):
+            return owner
+        for cell in getattr(item, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if callable(value):
+                todo.append((value, depth + 1))
+    return None
+
+
+class FrameSender:
+    """Sends frames (UTF-8 JSON text, as bytes) to one viewer."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self._websocket = websocket
+        self._protocol = _sansio_protocol(websocket._send)
+
+    async def send(self, frames: Iterable[bytes]) -> None:
+        protocol = self._protocol
+        if protocol is None:
+            for frame in frames:
+                await self._websocket.send_text(frame.decode())
+            return
+        await protocol.writable.wait()  # the transport's flow control, as uvicorn's send
+        if protocol.disconnected or protocol.close_sent:
+            raise WebSocketDisconnect(1006)
+        conn = protocol.conn
+        try:
+            for frame in frames:
+                conn.send_text(frame)
+        except InvalidState:  # closing: as uvicorn's send
+            raise WebSocketDisconnect(1006) from None
+        protocol.transport.write(b"".join(conn.data_to_send()))

@@ -1,0 +1,112 @@
+"""The start-up sweep of agent cgroups a dead server left (its guard normally removes
+them; not when it was killed too): a node kills and removes only its own, and removes
+only the empty ones of other nodes (issue 17, item 9)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_bridge import owner_marker
+from agent_bridge.cgroups import KINDS, TOP, AgentCgroups, _owner_key, hierarchies
+from agent_bridge.spawn import wrapped
+from agent_bridge.wrapper import kill_cgroup, remove_cgroup
+from tests.fuzz.support import alive
+from tests.lifecycle.test_descendants import wait_until
+
+
+def sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    parent = hierarchies().get(request.param)
+    if parent is None or not os.access(parent, os.W_OK):
+        pytest.skip(f"no writable {request.param} cgroup hierarchy here")
+    return str(request.param)
+
+
+def agent_cgroup(
+    top: Path, owner: str, with_process: bool
+) -> tuple[Path, subprocess.Popen[bytes] | None]:
+    """An agent cgroup of ``owner``'s, with a live process in it or empty."""
+    cgroup = top / _owner_key(owner)[1] / "12345"
+    cgroup.mkdir(parents=True)
+    if not with_process:
+        return cgroup, None
+    process = sleeper()
+    (cgroup / "cgroup.procs").write_text(str(process.pid))
+    return cgroup, process
+
+
+def test_start_sweeps_what_a_dead_server_left(kind: str, dead_pid: int) -> None:
+    top = hierarchies()[kind] / TOP
+    made: list[subprocess.Popen[bytes]] = []
+    try:
+        own, own_process = agent_cgroup(top, owner_marker("db", "node:1", dead_pid), True)
+        other, other_process = agent_cgroup(top, owner_marker("db", "node:2", dead_pid), True)
+        empty, _ = agent_cgroup(top, owner_marker("db2", "node:1", dead_pid), False)
+        live, live_process = agent_cgroup(top, owner_marker("db", "node:1", os.getpid()), True)
+        made += [p for p in (own_process, other_process, live_process) if p is not None]
+        assert own_process is not None and other_process is not None and live_process
+        cgroups = AgentCgroups(owner_marker("db", "node:1"), kind)  # a later server of node:1
+        assert cgroups.sweep_stale() == [own.parent]
+        own_process.wait(10)  # killed
+        assert not own.parent.exists()
+        assert alive(other_process.pid) and other.exists()  # another node's: not killed
+        assert not empty.parent.exists()  # but an empty one of a dead server is removed
+        assert alive(live_process.pid) and live.exists()  # a live server's: kept
+    finally:
+        for process in made:
+            process.kill()
+            process.wait()
+        for cgroup in sorted(top.glob("*/*"), reverse=True) + sorted(top.glob("*")):
+            name = cgroup.relative_to(top).parts[0]
+            if cgroup.is_dir() and (f"-{dead_pid}-" in name or f"-{os.getpid()}-" in name):
+                remove_cgroup(str(cgroup))
+
+
+def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
+    kind: str, tmp_path: Path
+) -> None:
+    """No stop path runs here: the agent ends on its own, and its guard alone kills the
+    daemon it detached into its cgroup, and removes that cgroup."""
+    base = hierarchies()[kind] / TOP / f"guard-test-{os.getpid()}"
+    base.mkdir(parents=True)
+    pid_file = tmp_path / "daemon.pid"
+    agent = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+        "        time.sleep(600)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():\n"
+        "    time.sleep(0.005)\n"
+    )
+    argv = wrapped([sys.executable, "-c", agent, str(pid_file)], cgroup=str(base), guard=True)
+    try:
+        process = subprocess.Popen(argv, start_new_session=True)
+        assert process.wait(30) == 0
+        daemon = int(pid_file.read_text())
+        wait_until(lambda: not alive(daemon) and not (base / str(process.pid)).exists())
+    finally:  # a failure leaves nothing behind either
+        for cgroup in [p for p in base.iterdir() if p.is_dir()]:
+            kill_cgroup(str(cgroup))
+            remove_cgroup(str(cgroup))
+        remove_cgroup(str(base))
+    assert not base.exists()
