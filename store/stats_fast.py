@@ -16,10 +16,8 @@ the estimate lies in the same histogram bin as the exact value, at most 19 % fro
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import accumulate
 from operator import add
 from typing import Any
 
@@ -27,8 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
+from store.histogram import estimate
 from store.rollup import (
-    BINS,
     DAY,
     HIST,
     SHAPES,
@@ -44,7 +42,6 @@ __all__ = [
     "day_intervals",
     "day_label",
     "each",
-    "estimate",
     "no_jit",
     "plan",
     "run_buckets",
@@ -107,37 +104,6 @@ def cover(
     right_slots, right_raw = cover(high, b, grains[1:])
     slots = [*left_slots, (grains[0], low // _US, high // _US), *right_slots]
     return slots, [*left_raw, *right_raw]
-
-
-def estimate(counts: Sequence[int], *ps: float) -> list[float | None]:
-    """The continuous percentiles ``ps`` of the values a duration histogram counts: each
-    value ranked inside its bin, spread geometrically over the bin's integers."""
-    ends = list(accumulate(counts))  # ends[i]: the values in bins <= i
-    n = ends[-1] if ends else 0
-    if n <= 0:
-        return [None for _ in ps]
-
-    def value(rank: int) -> float:
-        i = bisect_right(ends, rank)  # the first bin whose end passes the rank
-        if i >= len(ends):
-            return float(BINS[-1])
-        low = BINS[i - 1] if i > 0 else 0
-        high = BINS[i] - 1 if i < len(BINS) else low
-        if i == 0 or high <= low:
-            return float(low)
-        before = ends[i - 1]
-        return float(low * (high / low) ** ((rank - before + 0.5) / (ends[i] - before)))
-
-    out: list[float | None] = []
-    for p in ps:
-        position = p * (n - 1)
-        low = int(position)
-        fraction = position - low
-        result = value(low)
-        if fraction > 0:
-            result = result * (1 - fraction) + value(low + 1) * fraction
-        out.append(result)
-    return out
 
 
 # -- SQL pieces ------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
+from store.histogram import estimate
 from store.rollup import DAY, HIST, HOUR, bin_sql, fence
-from store.stats_fast import EXACT_LIMIT, approx_count, each, estimate, no_jit, plan, us
+from store.stats_fast import EXACT_LIMIT, approx_count, each, no_jit, plan, us
 
 __all__ = ["tool_stats"]
 
