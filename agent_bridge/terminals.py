@@ -5,9 +5,10 @@ directory confined to the session's ``Workspace`` and returns at once; the outpu
 collected as it arrives (asyncio protocol callbacks, no background task), keeping the last
 ``outputByteLimit`` bytes, cut at a UTF-8 character boundary. ``output``,
 ``wait_for_exit``, ``kill`` and ``release`` work on the id. Each command runs in its own
-process group (a new session), with the parent-death signal set, so it dies with the
-server; ``close()`` kills every group and reaps what is left when the session stops or its
-agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
+process group (a new session), dies with the server (parent-death signal) and is in its
+agent's cgroup if any (``cgroup``): the agent's guard and stop kill all it starts, however
+it detaches. ``close()`` kills every group and reaps what is left when the session stops or
+its agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
 
 The working directory is opened once, checked by its real path (``/proc/self/fd``), and
 entered with ``fchdir`` in the child (by the exec wrapper of ``agent_bridge.spawn``), so
@@ -195,6 +196,7 @@ class TerminalHost:
         self._terminals: dict[str, _Terminal] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self.cgroup: Path | None = None  # its agent's cgroup, once the agent runs
 
     @property
     def open_count(self) -> int:
@@ -236,11 +238,12 @@ class TerminalHost:
             buffer = OutputBuffer(limit)
             try:
                 resolve_command(argv, env, cwd_fd)
-                # No preexec_fn: the exec wrapper sets the parent-death signal and enters
-                # the directory by its descriptor (agent_bridge.spawn).
+                # No preexec_fn: the exec wrapper sets the parent-death signal, joins the
+                # cgroup, enters the directory by its descriptor (agent_bridge.spawn).
+                cgroup = "" if self.cgroup is None else str(self.cgroup)
                 transport, protocol = await loop.subprocess_exec(
                     lambda: _Protocol(buffer),
-                    *wrapped(argv, cwd_fd=cwd_fd),
+                    *wrapped(argv, cwd_fd=cwd_fd, cgroup=cgroup, own_cgroup=False),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
 """The start-up sweep of agent cgroups a dead server left (its guard normally removes
 them; not when it was killed too): a node kills and removes only its own, and removes
-only the empty ones of other nodes (issue 17, item 9)."""
+only the empty ones of other nodes (issue 17, item 9); the guard alone empties an
+agent's cgroup; a terminal's command runs in its agent's cgroup, never in a new one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_bridge import owner_marker
+from agent_bridge import TerminalHost, Workspace, owner_marker
 from agent_bridge.cgroups import KINDS, TOP, AgentCgroups, _owner_key, hierarchies
 from agent_bridge.spawn import wrapped
 from agent_bridge.wrapper import kill_cgroup, remove_cgroup
@@ -110,3 +111,36 @@ def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
             remove_cgroup(str(cgroup))
         remove_cgroup(str(base))
     assert not base.exists()
+
+
+@pytest.mark.anyio
+async def test_a_terminal_runs_in_its_agents_cgroup_and_never_makes_one(
+    kind: str, tmp_path: Path
+) -> None:
+    """The command of a terminal joins its agent's cgroup (so the agent's guard and stop
+    kill all it starts); once that cgroup is gone (the agent ended) the command is not
+    run, and the cgroup is not made again (nothing would remove it)."""
+    cgroup = hierarchies()[kind] / TOP / f"terminal-test-{os.getpid()}"
+    cgroup.mkdir(parents=True)
+    host = TerminalHost(Workspace(tmp_path), base_env={"PATH": os.environ["PATH"]})
+    host.cgroup = cgroup
+
+    async def run() -> dict[str, object]:
+        created = await host.handle("terminal/create", {"command": "cat /proc/self/cgroup"})
+        await host.handle("terminal/wait_for_exit", created)
+        output: dict[str, object] = await host.handle("terminal/output", created)
+        await host.handle("terminal/release", created)
+        return output
+
+    try:
+        joined = await run()
+        assert joined["exitStatus"] == {"exitCode": 0, "signal": None}
+        assert f"/{TOP}/{cgroup.name}\n" in str(joined["output"])
+        assert remove_cgroup(str(cgroup))
+        refused = await run()
+        assert refused["exitStatus"] == {"exitCode": 126, "signal": None}
+        assert refused["output"] == "not run: its agent's cgroup is gone\n"
+        assert not cgroup.exists()
+    finally:
+        await host.close()
+        remove_cgroup(str(cgroup))
