@@ -14,6 +14,7 @@ import pytest
 
 from agent_bridge import TerminalHost, Workspace, owner_marker
 from agent_bridge.cgroups import KINDS, TOP, AgentCgroups, _owner_key, hierarchies
+from agent_bridge.orphans import process_start_time
 from agent_bridge.spawn import wrapped
 from agent_bridge.wrapper import kill_cgroup, remove_cgroup
 from tests.fuzz.support import alive
@@ -37,6 +38,14 @@ def kind(request: pytest.FixtureRequest) -> str:
     if parent is None or not os.access(parent, os.W_OK):
         pytest.skip(f"no writable {request.param} cgroup hierarchy here")
     return str(request.param)
+
+
+def scratch_directory(kind: str, label: str) -> Path:
+    """A directory of this test process's under the shared top: named like a live
+    server's (``<key>-<pid>-<start time>``), so that no server starting meanwhile on this
+    machine (other test runs) sweeps it away while it is empty."""
+    name = f"{label}-{os.getpid()}-{process_start_time(os.getpid())}"
+    return hierarchies()[kind] / TOP / name
 
 
 def agent_cgroup(
@@ -84,7 +93,7 @@ def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
 ) -> None:
     """No stop path runs here: the agent ends on its own, and its guard alone kills the
     daemon it detached into its cgroup, and removes that cgroup."""
-    base = hierarchies()[kind] / TOP / f"guard-test-{os.getpid()}"
+    base = scratch_directory(kind, "guardtest")
     base.mkdir(parents=True)
     pid_file = tmp_path / "daemon.pid"
     agent = (
@@ -120,7 +129,7 @@ async def test_a_terminal_runs_in_its_agents_cgroup_and_never_makes_one(
     """The command of a terminal joins its agent's cgroup (so the agent's guard and stop
     kill all it starts); once that cgroup is gone (the agent ended) the command is not
     run, and the cgroup is not made again (nothing would remove it)."""
-    cgroup = hierarchies()[kind] / TOP / f"terminal-test-{os.getpid()}"
+    cgroup = scratch_directory(kind, "terminaltest")
     cgroup.mkdir(parents=True)
     host = TerminalHost(Workspace(tmp_path), base_env={"PATH": os.environ["PATH"]})
     host.cgroup = cgroup
