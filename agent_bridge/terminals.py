@@ -20,7 +20,6 @@ rights, like the agent. POSIX (Linux), asyncio only.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import itertools
 import logging
 import os
@@ -39,6 +38,7 @@ from agent_bridge.errors import RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.process import OWNER_ENV, SESSION_ENV, track, untrack, wait_group_gone
 from agent_bridge.spawn import resolve_command, wrapped
+from agent_bridge.terminal_output import OutputBuffer
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -60,39 +60,6 @@ RESOURCE_NOT_FOUND: Final = -32002
 OUTPUT_EOF_WAIT: Final = 1.0
 REAP_TIMEOUT: Final = 2.0
 _DIR_FLAGS: Final = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
-
-
-class OutputBuffer:
-    """The last ``limit`` bytes of a command's output, never starting inside a UTF-8
-    character. Sans-I/O: feed it bytes, read text."""
-
-    def __init__(self, limit: int) -> None:
-        if limit < 0:
-            raise ValueError("limit must not be negative")
-        self.limit = limit
-        self.truncated = False
-        self._data = bytearray()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def append(self, data: bytes) -> None:
-        self._data += data
-        excess = len(self._data) - self.limit
-        if excess > 0:
-            self.truncated = True
-            del self._data[:excess]
-            # Never start with a continuation byte (10xxxxxx): drop a cut character's rest.
-            cut = 0
-            while cut < len(self._data) and self._data[cut] & 0xC0 == 0x80:
-                cut += 1
-            del self._data[:cut]
-
-    def text(self, *, final: bool) -> str:
-        """The output as text. While more may come (``final`` False), an incomplete
-        character at the end is held back; invalid bytes become U+FFFD."""
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        return decoder.decode(bytes(self._data), final=final)
 
 
 class _Protocol(asyncio.SubprocessProtocol):
