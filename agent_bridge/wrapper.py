@@ -14,8 +14,9 @@ The wrapper, a single-threaded interpreter that becomes the command:
    and moves into it, so every descendant of the command, however it detaches
    (``setsid``, double fork), is in that cgroup; with ``OWN`` 0 (a terminal), moves into
    the existing cgroup ``CGROUP`` itself, its agent's, whose guard and stop then kill
-   the command and all it starts; when that cgroup is gone (the agent ended), the
-   command is not run (exit 126);
+   the command and all it starts; when that cgroup is gone (the agent ended, or never
+   got in), the command runs without one, as with ``AGENT_CGROUPS=off``: a cgroup made
+   again here would outlive its agent's guard;
 4. changes into the directory it was handed as an open descriptor (terminals: the
    directory was resolved inside the workspace, no path is looked up again);
 5. ``execvp``s the command. A command that cannot be run exits 127 with one line on
@@ -221,10 +222,8 @@ def main(argv: list[str]) -> None:
     cgroup = os.path.join(base, str(agent)) if base and own else base
     if guard:
         _start_guard(server, cgroup)
-    if cgroup and not own:  # never made here: a cgroup made after its agent's end leaks
-        if not _write(os.path.join(cgroup, "cgroup.procs"), str(agent)):
-            sys.stderr.write("not run: its agent's cgroup is gone\n")
-            os._exit(126)
+    if cgroup and not own:  # never made here (see 3.)
+        _write(os.path.join(cgroup, "cgroup.procs"), str(agent))
     elif cgroup and agent not in cgroup_pids(cgroup):  # the server moves us too: see join
         join(cgroup, agent)
     if cwd_fd >= 0:
