@@ -9,13 +9,21 @@ the host through ``ClientCallbacks``), file access confined to the session's
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
 from agent_bridge import jsonrpc
+from agent_bridge.acp_types import (
+    ContentBlock,
+    EmptyResult,
+    McpServer,
+    ReadTextFileResult,
+    TerminalResult,
+)
 from agent_bridge.connection import AgentConnection
 from agent_bridge.errors import RpcError
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.workspace import FileNotFound, Workspace, WorkspaceError
 
 __all__ = ["PROTOCOL_VERSION", "AcpClient", "ClientCallbacks", "TerminalHost"]
@@ -29,27 +37,28 @@ class ClientCallbacks(Protocol):
     """What the host does with what the agent sends."""
 
     async def on_session_update(
-        self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
+        self, update: JsonObject, raw: JsonObject, *, replayed: bool
     ) -> None:
         """One ``session/update``, in arrival order. ``replayed`` during session/load."""
         ...
 
     async def on_permission_request(
-        self, params: dict[str, Any], raw: dict[str, Any]
-    ) -> Awaitable[dict[str, Any]]:
-        """Register the request (in order); return the awaitable ``outcome`` object."""
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
+        """Register the request (in order); return the awaitable ``outcome`` object
+        (``acp_types.PermissionOutcome``)."""
         ...
 
     async def on_elicitation_request(
-        self, params: dict[str, Any], raw: dict[str, Any]
-    ) -> Awaitable[dict[str, Any]]:
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
         """``elicitation/create`` (only when the client was made with ``elicitation``):
         register it (in order); return the awaitable answer (``{action, content?}``)."""
         ...
 
 
 class TerminalHost(Protocol):
-    async def handle(self, method: str, params: dict[str, Any]) -> Any: ...
+    async def handle(self, method: str, params: JsonObject) -> TerminalResult: ...
 
 
 class AcpClient:
@@ -72,11 +81,11 @@ class AcpClient:
         self._conn: AgentConnection | None = None
         self._replaying = False
         self.session_id: str | None = None
-        self.init_result: dict[str, Any] = {}
-        self.mcp_servers: list[dict[str, Any]] = []
+        self.init_result: JsonObject = {}
+        self.mcp_servers: list[McpServer] = []
         """ACP ``McpServer``s passed in session/new, load and resume (their env and
         headers hold secrets: never logged)."""
-        self.session_result: dict[str, Any] = {}
+        self.session_result: JsonObject = {}
         """The answer to session/new, load or resume (modes, configOptions, models)."""
 
     # -- capabilities ------------------------------------------------------------------
@@ -91,7 +100,7 @@ class AcpClient:
         return self._conn
 
     @property
-    def agent_capabilities(self) -> dict[str, Any]:
+    def agent_capabilities(self) -> JsonObject:
         caps = self.init_result.get("agentCapabilities")
         return caps if isinstance(caps, dict) else {}
 
@@ -116,7 +125,7 @@ class AcpClient:
 
     # -- client → agent ----------------------------------------------------------------
 
-    async def initialize(self) -> dict[str, Any]:
+    async def initialize(self) -> JsonObject:
         result = await self.connection.request(
             "initialize",
             {
@@ -132,7 +141,7 @@ class AcpClient:
         self.init_result = result if isinstance(result, dict) else {}
         return self.init_result
 
-    def _elicitation_capability(self) -> dict[str, Any]:
+    def _elicitation_capability(self) -> JsonObject:
         """Form and URL elicitation; ACP's schema spells "supported" as an empty object."""
         return {"elicitation": {"form": {}, "url": {}}} if self._elicitation else {}
 
@@ -190,9 +199,9 @@ class AcpClient:
             timeout=self._timeout,
         )
 
-    async def set_config_option(self, config_id: str, value: Any) -> dict[str, Any]:
+    async def set_config_option(self, config_id: str, value: JsonValue) -> JsonObject:
         """session/set_config_option; returns the answer (the full ``configOptions``)."""
-        params: dict[str, Any] = {"sessionId": self.session_id, "configId": config_id}
+        params: JsonObject = {"sessionId": self.session_id, "configId": config_id}
         if isinstance(value, bool):
             params.update(type="boolean", value=value)
         else:
@@ -210,7 +219,7 @@ class AcpClient:
             timeout=self._timeout,
         )
 
-    async def prompt(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    async def prompt(self, blocks: list[ContentBlock]) -> JsonObject:
         """One turn; returns the prompt result (``stopReason``, maybe ``usage``)."""
         result = await self.connection.request(
             "session/prompt", {"sessionId": self.session_id, "prompt": blocks}
@@ -241,7 +250,7 @@ class AcpClient:
             if isinstance(update, dict):
                 await self._callbacks.on_session_update(update, note.raw, replayed=self._replaying)
 
-    async def on_request(self, request: jsonrpc.Request) -> Awaitable[Any]:
+    async def on_request(self, request: jsonrpc.Request) -> Awaitable[JsonValue]:
         params = request.params if isinstance(request.params, dict) else {}
         method = request.method
         if method == "session/request_permission":
@@ -263,11 +272,11 @@ class AcpClient:
             return self._terminals.handle(method, params)
         raise RpcError(jsonrpc.METHOD_NOT_FOUND, "Method not found")
 
-    def _check_session(self, params: dict[str, Any]) -> None:
+    def _check_session(self, params: JsonObject) -> None:
         if self.session_id is not None and params.get("sessionId") != self.session_id:
             raise RpcError(jsonrpc.INVALID_PARAMS, "Unknown sessionId")
 
-    async def _read_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _read_text_file(self, params: JsonObject) -> ReadTextFileResult:
         path, line, limit = params.get("path"), params.get("line"), params.get("limit")
         if not isinstance(path, str):
             raise RpcError(jsonrpc.INVALID_PARAMS, "path must be a string")
@@ -285,7 +294,7 @@ class AcpClient:
             raise RpcError(jsonrpc.INVALID_PARAMS, "line must be >= 1 and limit >= 0") from None
         return {"content": content}
 
-    async def _write_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _write_text_file(self, params: JsonObject) -> EmptyResult:
         path, content = params.get("path"), params.get("content")
         if not isinstance(path, str) or not isinstance(content, str):
             raise RpcError(jsonrpc.INVALID_PARAMS, "path and content must be strings")
@@ -296,7 +305,7 @@ class AcpClient:
         return {}
 
 
-async def _wrap_outcome(outcome: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+async def _wrap_outcome(outcome: Awaitable[JsonObject]) -> JsonObject:
     return {"outcome": await outcome}
 
 

@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 
 from agent_bridge import jsonrpc
 from agent_bridge.errors import AgentExited, ProtocolBroken, RpcError
+from agent_bridge.jsontypes import JsonValue
 from agent_bridge.process import AgentProcess, ProcessSpec
 
 __all__ = ["AgentConnection", "AgentHandler", "connect_agent"]
@@ -31,7 +32,7 @@ class AgentHandler(Protocol):
 
     async def on_notification(self, note: jsonrpc.Notification) -> None: ...
 
-    async def on_request(self, request: jsonrpc.Request) -> Awaitable[Any]:
+    async def on_request(self, request: jsonrpc.Request) -> Awaitable[JsonValue]:
         """Runs in order; returns the awaitable answer, awaited in its own task (a
         permission may wait on a person). Raise RpcError to answer with an error."""
         ...
@@ -42,7 +43,7 @@ class _Pending:
 
     def __init__(self) -> None:
         self.done = anyio.Event()
-        self.result: Any = None
+        self.result: JsonValue = None
         self.error: BaseException | None = None
 
 
@@ -91,10 +92,10 @@ class AgentConnection:
     async def request(
         self,
         method: str,
-        params: Any = None,
+        params: JsonValue = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - per-request deadline, an RPC API
-    ) -> Any:
+    ) -> JsonValue:
         """Send a request and wait for its answer. Raises RpcError for an error answer,
         AgentExited when the process is gone, TimeoutError after ``timeout``."""
         if self.exited.is_set():
@@ -112,14 +113,14 @@ class AgentConnection:
             raise pending.error
         return pending.result
 
-    async def notify(self, method: str, params: Any = None) -> None:
+    async def notify(self, method: str, params: JsonValue = None) -> None:
         if not self.exited.is_set():
             self._rpc.send_notification(method, params)
             await self._flush()
 
     # -- receiving ---------------------------------------------------------------------
 
-    async def _answer(self, request_id: jsonrpc.RequestId, answer: Awaitable[Any]) -> None:
+    async def _answer(self, request_id: jsonrpc.RequestId, answer: Awaitable[JsonValue]) -> None:
         try:
             result = await answer
         except RpcError as exc:

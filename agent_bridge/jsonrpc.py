@@ -16,10 +16,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import orjson
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.lenient import find_id, loads_standard, scrub
 
 __all__ = [
@@ -56,8 +57,8 @@ class Request:
 
     id: RequestId
     method: str
-    params: Any
-    raw: dict[str, Any]
+    params: JsonValue
+    raw: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +66,8 @@ class Notification:
     """A call from the peer that expects no answer."""
 
     method: str
-    params: Any
-    raw: dict[str, Any]
+    params: JsonValue
+    raw: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +76,9 @@ class Response:
 
     id: RequestId
     method: str
-    result: Any
-    error: dict[str, Any] | None
-    raw: dict[str, Any]
+    result: JsonValue
+    error: JsonObject | None
+    raw: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class InvalidLine:
 class UnexpectedResponse:
     """A response we cannot match to a pending request, or a malformed response."""
 
-    raw: dict[str, Any]
+    raw: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +209,7 @@ class JsonRpcConnection:
             return event
         return self._receive_message(message, line)
 
-    def _receive_message(self, message: Any, line: bytearray) -> Event:
+    def _receive_message(self, message: JsonValue, line: bytearray) -> Event:
         if type(message) is not dict:
             self._queue_error(None, INVALID_REQUEST, "Invalid Request")
             return InvalidLine(bytes(line[:_CLIP]), "not_an_object")
@@ -235,7 +236,7 @@ class JsonRpcConnection:
             return InvalidLine(bytes(line[:_CLIP]), "parse_error")
         return InvalidLine(bytes(line[:_CLIP]), "not_json")  # log noise: no answer
 
-    def _receive_call(self, message: dict[str, Any], line: bytearray) -> Event:
+    def _receive_call(self, message: JsonObject, line: bytearray) -> Event:
         method = message["method"]
         params = message.get("params")  # an explicit null counts as absent
         if message.get("jsonrpc") != "2.0":
@@ -251,7 +252,7 @@ class JsonRpcConnection:
             return self._reject(message, line, "bad_id")
         return Request(request_id, method, params, message)
 
-    def _receive_response(self, message: dict[str, Any], line: bytearray) -> Event:
+    def _receive_response(self, message: JsonObject, line: bytearray) -> Event:
         # A response is never answered, even a bad one: answering could ping-pong.
         if message.get("jsonrpc") != "2.0":
             return InvalidLine(bytes(line[:_CLIP]), "bad_version")
@@ -267,7 +268,7 @@ class JsonRpcConnection:
             return UnexpectedResponse(message)
         return Response(response_id, method, message.get("result"), error, message)
 
-    def _reject(self, message: dict[str, Any], line: bytearray, reason: str) -> InvalidLine:
+    def _reject(self, message: JsonObject, line: bytearray, reason: str) -> InvalidLine:
         """Answer an invalid request with -32600, echoing its id when usable."""
         request_id = message.get("id")
         self._queue_error(
@@ -277,10 +278,10 @@ class JsonRpcConnection:
 
     # -- sending -------------------------------------------------------------
 
-    def send_request(self, method: str, params: Any = None) -> int:
+    def send_request(self, method: str, params: JsonValue = None) -> int:
         """Queue a request; return its id (ints from 1 upward), now pending."""
         request_id = self._next_id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
         self._queue(message)
@@ -288,14 +289,14 @@ class JsonRpcConnection:
         self._pending[request_id] = method
         return request_id
 
-    def send_notification(self, method: str, params: Any = None) -> None:
+    def send_notification(self, method: str, params: JsonValue = None) -> None:
         """Queue a notification."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        message: JsonObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         self._queue(message)
 
-    def send_result(self, id: RequestId, result: Any) -> None:
+    def send_result(self, id: RequestId, result: JsonValue) -> None:
         """Queue a successful answer to the peer's request `id`."""
         self._queue({"jsonrpc": "2.0", "id": id, "result": result})
 
@@ -304,7 +305,7 @@ class JsonRpcConnection:
         id: RequestId | None,
         code: int,
         message: str,
-        data: Any = None,
+        data: JsonValue = None,
     ) -> None:
         """Queue an error answer; `id` is None when the request's id is unknown."""
         self._queue_error(id, code, message, data)
@@ -319,13 +320,15 @@ class JsonRpcConnection:
         self._outgoing.clear()
         return data
 
-    def _queue_error(self, id: RequestId | None, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
+    def _queue_error(
+        self, id: RequestId | None, code: int, message: str, data: JsonValue = None
+    ) -> None:
+        error: JsonObject = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
         self._queue({"jsonrpc": "2.0", "id": id, "error": error})
 
-    def _queue(self, message: dict[str, Any]) -> None:
+    def _queue(self, message: JsonObject) -> None:
         # orjson escapes control characters, so a message is always exactly one line.
         try:
             self._outgoing += orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)

@@ -26,14 +26,16 @@ import os
 import signal
 import stat
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import anyio
 
+from agent_bridge import acp_types as acp
 from agent_bridge import jsonrpc
 from agent_bridge.errors import RpcError
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.process import OWNER_ENV, SESSION_ENV, track, untrack, wait_group_gone
 from agent_bridge.spawn import resolve_command, wrapped
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
@@ -122,7 +124,7 @@ class _Terminal:
     def returncode(self) -> int | None:
         return self.transport.get_returncode() if self.protocol.exited.is_set() else None
 
-    def exit_status(self) -> dict[str, Any] | None:
+    def exit_status(self) -> acp.TerminalExitStatus | None:
         code = self.returncode
         if code is None:
             return None
@@ -142,7 +144,7 @@ class _Terminal:
         except (ProcessLookupError, PermissionError):
             pass
 
-    async def wait_exit(self) -> dict[str, Any]:
+    async def wait_exit(self) -> acp.TerminalExitStatus:
         await self.protocol.exited.wait()
         with anyio.move_on_after(OUTPUT_EOF_WAIT):  # let the last output arrive
             await self.protocol.output_closed.wait()
@@ -150,9 +152,9 @@ class _Terminal:
         assert status is not None
         return status
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> acp.TerminalOutputResult:
         buffer = self.protocol.buffer
-        result: dict[str, Any] = {
+        result: acp.TerminalOutputResult = {
             "output": buffer.text(final=self.protocol.output_closed.is_set()),
             "truncated": buffer.truncated,
         }
@@ -204,8 +206,8 @@ class TerminalHost:
         """The process (and group) ids of the unreleased terminals."""
         return [t.pid for t in self._terminals.values()]
 
-    async def handle(self, method: str, params: dict[str, Any]) -> Any:
-        handlers = {
+    async def handle(self, method: str, params: JsonObject) -> acp.TerminalResult:
+        handlers: dict[str, Callable[[JsonObject], Awaitable[acp.TerminalResult]]] = {
             "terminal/create": self.create,
             "terminal/output": self.output,
             "terminal/wait_for_exit": self.wait_for_exit,
@@ -219,7 +221,7 @@ class TerminalHost:
 
     # -- the methods -------------------------------------------------------------------
 
-    async def create(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, params: JsonObject) -> acp.CreateTerminalResult:
         if self._closed:
             raise RpcError(jsonrpc.INVALID_REQUEST, "The session is stopping.")
         if len(self._terminals) >= self._max_terminals:
@@ -268,19 +270,19 @@ class TerminalHost:
         )
         return {"terminalId": terminal.id}
 
-    async def output(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def output(self, params: JsonObject) -> acp.TerminalOutputResult:
         return self._get(params).output()
 
-    async def wait_for_exit(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def wait_for_exit(self, params: JsonObject) -> acp.TerminalExitStatus:
         return await self._get(params).wait_exit()
 
-    async def kill(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def kill(self, params: JsonObject) -> acp.EmptyResult:
         """Kill the command's process group; the id stays valid (output still readable)."""
         terminal = self._get(params)
         terminal.signal_group(signal.SIGKILL)
         return {}
 
-    async def release(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def release(self, params: JsonObject) -> acp.EmptyResult:
         """Kill the command if it is still running and forget the id."""
         terminal = self._get(params)
         del self._terminals[terminal.id]
@@ -305,21 +307,21 @@ class TerminalHost:
 
     # -- parameters --------------------------------------------------------------------
 
-    def _get(self, params: dict[str, Any]) -> _Terminal:
+    def _get(self, params: JsonObject) -> _Terminal:
         terminal_id = params.get("terminalId")
         terminal = self._terminals.get(terminal_id) if isinstance(terminal_id, str) else None
         if terminal is None:
             raise RpcError(RESOURCE_NOT_FOUND, "Unknown terminalId", {"terminalId": terminal_id})
         return terminal
 
-    def _output_limit(self, value: Any) -> int:
+    def _output_limit(self, value: JsonValue) -> int:
         if value is None:
             return self._default_output
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise RpcError(jsonrpc.INVALID_PARAMS, "outputByteLimit must be a non-negative integer")
         return min(value, self._max_output)
 
-    def _env(self, entries: Any) -> dict[str, str]:
+    def _env(self, entries: JsonValue) -> dict[str, str]:
         env = dict(self._base_env)
         if entries is None:
             return env
@@ -343,7 +345,7 @@ class TerminalHost:
                 env[name] = value
         return env
 
-    def _open_cwd(self, cwd: Any) -> int:
+    def _open_cwd(self, cwd: JsonValue) -> int:
         """An fd of the working directory, proven inside the workspace by its real path."""
         if cwd is None:
             cwd = str(self._workspace.root)
@@ -381,7 +383,7 @@ class TerminalHost:
         return fd
 
 
-def _argv(params: dict[str, Any]) -> list[str]:
+def _argv(params: JsonObject) -> list[str]:
     """``command`` with ``args``; without args the command is a shell command line."""
     command, args = params.get("command"), params.get("args")
     if not isinstance(command, str) or not command or "\x00" in command:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter as _Tally
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -73,7 +74,7 @@ def observe_commit(seconds: float, rows: int) -> None:
     BATCH_ROWS.observe(rows)
 
 
-def count_messages(rows: list[dict[str, Any]]) -> None:
+def count_messages(rows: Sequence[Mapping[str, object]]) -> None:
     for kind, count in _Tally(row["type"] for row in rows).items():
         MESSAGES.labels(type=kind).inc(count)
 
@@ -86,8 +87,8 @@ def _amount(value: Any) -> float | None:
 def observe_run(
     agent: str,
     status: str,
-    usage: dict[str, Any] | None = None,
-    cost: dict[str, Any] | None = None,
+    usage: Mapping[str, object] | None = None,  # the agent's usage report, as sent
+    cost: Mapping[str, object] | None = None,  # server.contents.Cost
     tool_failures: int = 0,
 ) -> None:
     """Count one ended run: its outcome, tokens, cost and failed tool calls."""

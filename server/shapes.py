@@ -11,21 +11,30 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from agent_bridge.jsontypes import JsonObject
+
 __all__ = [
     "MESSAGE_TYPES",
     "ROLES",
     "RUN_STATUSES",
     "SESSION_STATUSES",
     "TOOL_STATUSES",
+    "CommitBody",
+    "ConfigBody",
+    "ConfigValue",
     "CreateSession",
     "ForkBody",
     "ForkedFrom",
     "ISOLATIONS",
     "Isolation",
     "Message",
+    "MergeBody",
     "MessageType",
+    "ModeBody",
     "ElicitationAnswer",
+    "ElicitationCommand",
     "PermissionAnswer",
+    "PermissionCommand",
     "PromptBody",
     "RegisterRepo",
     "Repo",
@@ -35,6 +44,7 @@ __all__ = [
     "Run",
     "RunStatus",
     "Session",
+    "SetConfigCommand",
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
@@ -116,9 +126,9 @@ class Session(msgspec.Struct, rename="camel"):
     active_run_id: Uuid | None
     parent_run_id: Uuid | None
     forked_from: ForkedFrom | None
-    metadata: dict[str, Any]
+    metadata: JsonObject
     workspace: Workspace
-    controls: dict[str, Any]  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -129,7 +139,7 @@ class Message(msgspec.Struct, rename="camel"):
     run_id: Uuid | None
     seq: Annotated[int, msgspec.Meta(ge=1)]
     role: Role
-    content: dict[str, Any]
+    content: JsonObject
     step_number: int | None
     timestamp: Time
     raw: Annotated[
@@ -155,8 +165,8 @@ class Run(msgspec.Struct, rename="camel"):
     resumed_from: Uuid | None
     summary: str | None
     error_message: str | None
-    usage: dict[str, Any] | None
-    cost: dict[str, Any] | None
+    usage: JsonObject | None
+    cost: JsonObject | None
     duration_ms: int | None
     created_at: Time
     completed_at: Time | None
@@ -178,11 +188,17 @@ class ToolCall(msgspec.Struct, rename="camel"):
     completed_at: Time | None
 
 
-# -- request bodies (what the server accepts; server.web.requests reads them) ------------
+# -- request bodies (what the server accepts; server.web.bodies decodes them) ------------
+# Fields are in the order they are checked (the first bad one is reported); ``invalid`` is
+# the sentence for a value of the wrong type (server.web.bodies has the others).
 
 
 class _Body(msgspec.Struct, rename="camel"):
     pass
+
+
+def _invalid(sentence: str, **meta: Any) -> msgspec.Meta:
+    return msgspec.Meta(extra={"invalid": sentence}, **meta)
 
 
 class RegisterRepo(_Body):
@@ -197,34 +213,46 @@ class CreateSession(_Body):
     agent_id: NonBlank | None = None
     title: str | None = None
     parent_run_id: Uuid | None = None
-    isolation: Isolation | None = None
-    base_ref: NonBlank | None = None
     mode_id: NonBlank | None = None  # API.md "Agent controls": applied after session/new
     config: dict[str, str | bool] | None = None
     # API.md "Agent controls", MCP servers: AGENTS_FILE names added to the agent's defaults
     mcp_servers: list[NonBlank] | None = None
+    isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
+    base_ref: NonBlank | None = None
 
 
 class PromptBody(_Body):
     """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
 
+    content: list[JsonObject] | None = None
     text: NonBlank | None = None
-    content: list[dict[str, Any]] | None = None
 
 
 class PermissionAnswer(_Body):
     option_id: NonBlank
 
 
+ElicitationAction = Annotated[
+    Literal["accept", "decline", "cancel"],
+    _invalid("action must be one of accept, decline, cancel."),
+]
+
+
 class ElicitationAnswer(_Body):
-    action: Literal["accept", "decline", "cancel"]
+    action: ElicitationAction
     content: Annotated[
-        dict[str, Any] | None,
+        JsonObject | None,
         msgspec.Meta(
             description="With accept on a form: the answer, matching the requestedSchema "
             "(else 422 and the request stays pending)."
         ),
     ] = None
+
+
+class ElicitationCommand(_Body):  # the WebSocket twin of ElicitationAnswer
+    request_id: NonBlank  # a UUID, checked after the answer (as it always was)
+    action: ElicitationAction
+    content: JsonObject | None = None
 
 
 class ForkBody(_Body):
@@ -234,12 +262,57 @@ class ForkBody(_Body):
 
 class RewindBody(_Body):
     to_seq: Seq
-    restore_files: bool | None = None
+    restore_files: (
+        Annotated[bool, _invalid("restoreFiles must be true or false.")] | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class ResumeBody(_Body):
     max_steps: (
-        Annotated[int, msgspec.Meta(ge=1, description="Capped by MAX_TOTAL_STEPS_PER_RUN.")]
+        Annotated[
+            int,
+            _invalid(
+                "maxSteps must be a positive integer.",
+                ge=1,
+                description="Capped by MAX_TOTAL_STEPS_PER_RUN.",
+            ),
+        ]
         | msgspec.UnsetType
     ) = msgspec.UNSET
     text: NonBlank | None = None
+
+
+class CommitBody(_Body):
+    message: NonBlank
+
+
+class MergeBody(_Body):
+    into: NonBlank | None = None
+    strategy: (
+        Annotated[Literal["merge", "squash"], _invalid("strategy must be merge or squash.")] | None
+    ) = None
+    message: NonBlank | None = None
+
+
+class ModeBody(_Body):  # PUT /api/sessions/{id}/mode, and the WebSocket set_mode
+    mode_id: NonBlank
+
+
+ConfigValue = Annotated[str | bool, _invalid("value must be a string (or true/false).")]
+
+
+class ConfigBody(_Body):  # PUT /api/sessions/{id}/config/{configId}
+    value: ConfigValue
+
+
+# -- WebSocket commands (API.md "WebSocket stream"; ``type`` and ``id`` are read first) ----
+
+
+class SetConfigCommand(_Body):  # the REST twin takes the config id in the path
+    config_id: NonBlank
+    value: ConfigValue
+
+
+class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the hub
+    request_id: str
+    option_id: str

@@ -80,7 +80,7 @@ class ToolCallInsert:
 
     __slots__ = ("row", "run_id", "step")
 
-    def __init__(self, row: dict[str, Any], run_id: str, step: int) -> None:
+    def __init__(self, row: run_store.ToolCallValues, run_id: str, step: int) -> None:
         self.row = row
         self.run_id = run_id
         self.step = step
@@ -95,7 +95,7 @@ class ToolCallUpdate:
 
     __slots__ = ("row_id", "take")
 
-    def __init__(self, row_id: str, take: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, row_id: str, take: Callable[[], run_store.ToolCallValues]) -> None:
         self.row_id = row_id
         self.take = take
 

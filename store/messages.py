@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
-from sqlalchemy import Table, func, insert, select, update
+from sqlalchemy import Table, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from store.jsontypes import JsonObject, JsonValue
 from store.models import Message, SessionRecord
 
 __all__ = [
     "MessageFilter",
+    "MessageRow",
     "asked_elicitation",
     "pending_elicitations",
     "count_live_between",
@@ -40,8 +42,26 @@ class MessageFilter:
     include_dropped: bool = False
 
 
-async def insert_messages(db: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert message rows (dicts of column values) in one statement."""
+class MessageRow(TypedDict):
+    """The columns of one message row, for ``insert_messages``."""
+
+    id: str
+    session_id: str
+    seq: int
+    run_id: str | None
+    step_number: int | None
+    role: str
+    type: str
+    partial: bool
+    dropped: bool
+    content: JsonObject  # the server's message content (server.contents)
+    raw: JsonObject | None  # the ACP frame it came from
+    created_at: datetime
+
+
+async def insert_messages(db: AsyncSession, rows: Sequence[Mapping[str, object]]) -> None:
+    """Insert message rows (``MessageRow``s, or the writer's dicts of the same columns)
+    in one statement."""
     if rows:
         # Core executemany on the table: insert(Message) would take the ORM's bulk path,
         # which works per row (measured: ~3 us an update on the hot path).
@@ -74,16 +94,18 @@ async def asked_elicitation(db: AsyncSession, session_id: str, request_id: str) 
     return any(c.get("requestId") == request_id for c in contents if isinstance(c, dict))
 
 
-async def pending_elicitations(db: AsyncSession, session_id: str) -> list[Message]:
-    """The session's elicitation messages whose request has no outcome stored yet."""
-    query = (
-        select(Message)
-        .where(Message.session_id == session_id, Message.type == "elicitation")
-        .order_by(Message.seq)
-    )
-    latest: dict[Any, Message] = {}
+async def pending_elicitations(db: AsyncSession, session_id: str | None) -> list[Message]:
+    """The elicitation messages whose request has no outcome stored yet: of one session,
+    or of every session (``None``; through the partial index ``ix_messages_elicitation``)."""
+    # a literal, not a bound parameter: SQLite uses a partial index only for a query
+    # whose WHERE has the index's own term
+    query = select(Message).where(text("messages.type = 'elicitation'"))
+    if session_id is not None:
+        query = query.where(Message.session_id == session_id)
+    query = query.order_by(Message.session_id, Message.seq)
+    latest: dict[tuple[str, JsonValue], Message] = {}  # by session and requestId, as stored
     for message in (await db.execute(query)).scalars():
-        latest[message.content.get("requestId")] = message
+        latest[message.session_id, message.content.get("requestId")] = message
     return [m for m in latest.values() if m.content.get("outcome") is None]
 
 

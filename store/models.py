@@ -4,7 +4,6 @@ permission requests."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -20,10 +19,14 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from store.jsontypes import JsonObject, JsonValue
+from store.rollup import run_table, tool_table
 
 __all__ = [
     "Base",
@@ -36,6 +39,8 @@ __all__ = [
     "SessionRecord",
     "ToolCall",
     "UtcDateTime",
+    "stats_runs",
+    "stats_tools",
     "utcnow",
 ]
 
@@ -68,7 +73,7 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JsonType, datetime: UtcDateTime}
+    type_annotation_map = {JsonObject: JsonType, datetime: UtcDateTime}
 
 
 class Repo(Base):
@@ -107,7 +112,7 @@ class SessionRecord(Base):
     agent_session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Set when the agent's context must be rebuilt from the transcript before the next turn.
     needs_context: Mapped[bool] = mapped_column(Boolean, default=False)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JsonType, default=dict)
+    meta: Mapped[JsonObject] = mapped_column("metadata", JsonType, default=dict)
     # The session's workspace (API.md, Worktrees and changes): ``none`` works in the
     # repository itself; ``worktree`` in ``workspace_path`` on ``branch``.
     isolation: Mapped[str] = mapped_column(String(16), default="none", server_default="none")
@@ -116,8 +121,8 @@ class SessionRecord(Base):
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The agent's controls as last known, and the mode/config values kept for resumption.
-    controls: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
-    agent_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
+    agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
 
 
 class Attachment(Base):
@@ -140,6 +145,14 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("session_id", "seq", name="uq_messages_session_seq"),
         Index("ix_messages_run", "run_id", "seq"),
+        # start-up recovery: every session's elicitations without a scan (0007)
+        Index(
+            "ix_messages_elicitation",
+            "session_id",
+            "seq",
+            sqlite_where=text("type = 'elicitation'"),
+            postgresql_where=text("type = 'elicitation'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -151,8 +164,8 @@ class Message(Base):
     type: Mapped[str] = mapped_column(String(16))
     partial: Mapped[bool] = mapped_column(Boolean, default=False)
     dropped: Mapped[bool] = mapped_column(Boolean, default=False)
-    content: Mapped[dict[str, Any]] = mapped_column(JsonType)
-    raw: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    content: Mapped[JsonObject] = mapped_column(JsonType)
+    raw: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
@@ -160,7 +173,7 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_created", "created_at", "id"),
-        Index("ix_runs_session", "session_id"),
+        Index("ix_runs_session_created", "session_id", "created_at", "id"),
         Index("ix_runs_status", "status"),
         # /api/stats: one index-only range scan per query (see store/stats.py).
         Index(
@@ -192,8 +205,8 @@ class Run(Base):
     resumed_from: Mapped[str | None] = mapped_column(String(36), nullable=True)
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
     error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
-    usage: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
-    cost: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    usage: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
+    cost: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
@@ -223,8 +236,8 @@ class ToolCall(Base):
     tool_call_id: Mapped[str] = mapped_column(Text)
     tool_name: Mapped[str | None] = mapped_column(Text, nullable=True)
     kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    input: Mapped[Any] = mapped_column(JsonType, nullable=True)
-    output: Mapped[Any] = mapped_column(JsonType, nullable=True)
+    input: Mapped[JsonValue] = mapped_column(JsonType, nullable=True)
+    output: Mapped[JsonValue] = mapped_column(JsonType, nullable=True)
     status: Mapped[str] = mapped_column(String(16))
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     step_number: Mapped[int] = mapped_column(Integer)
@@ -241,8 +254,8 @@ class Permission(Base):
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     tool_call_id: Mapped[str | None] = mapped_column(Text, nullable=True)
-    options: Mapped[Any] = mapped_column(JsonType)
-    outcome: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    options: Mapped[JsonValue] = mapped_column(JsonType)
+    outcome: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
 
@@ -269,3 +282,8 @@ class SessionOwner(Base):
     )
     node_id: Mapped[str] = mapped_column(String(255))
     lease_until: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+# The statistics roll-up (store/rollup.py, migration 0006), maintained by SQL triggers.
+stats_runs = run_table(Base.metadata)
+stats_tools = tool_table(Base.metadata)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from store.jsontypes import JsonObject
 from store.models import Permission
 
 __all__ = ["decide_permission", "get_permission", "insert_permission", "pending_permissions"]
@@ -19,7 +20,7 @@ async def get_permission(db: AsyncSession, request_id: str) -> Permission | None
 
 
 async def decide_permission(
-    db: AsyncSession, request_id: str, outcome: dict[str, Any], when: datetime
+    db: AsyncSession, request_id: str, outcome: JsonObject, when: datetime
 ) -> bool:
     """Record ``outcome`` unless one is recorded already; True when this call decided."""
     result = await db.execute(

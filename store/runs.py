@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from store.jsontypes import JsonValue
 from store.models import Run, ToolCall
 
 __all__ = [
+    "ToolCallValues",
     "RunFilter",
     "get_run",
     "get_tool_call",
@@ -57,10 +59,30 @@ def _count(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
-def _rollups(run_id: str, values: dict[str, Any]) -> dict[str, Any]:
+class ToolCallValues(TypedDict, total=False):
+    """Columns of a tool call's row: all of them for its insert, some for an update."""
+
+    id: str
+    run_id: str
+    session_id: str
+    tool_call_id: str
+    step_number: int
+    created_at: datetime
+    message_id: str
+    tool_name: JsonValue  # the agent's title and kind, as its tool message holds them
+    kind: JsonValue
+    input: JsonValue
+    output: JsonValue
+    status: str
+    started_at: datetime
+    duration_ms: int
+    completed_at: datetime
+
+
+def _rollups(run_id: str, values: Mapping[str, object]) -> dict[str, object]:
     """The plain columns /api/stats aggregates, from a run's end values: tokens from
     ``usage``, amount and currency from ``cost``, and its tool calls counted."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if "usage" in values:
         usage = values["usage"] if isinstance(values["usage"], dict) else {}
         out["input_tokens"] = _count(usage.get("inputTokens"))
@@ -162,13 +184,13 @@ async def session_of_run(db: AsyncSession, run_id: str) -> str | None:
     return (await db.execute(select(Run.session_id).where(Run.id == run_id))).scalar_one_or_none()
 
 
-async def insert_tool_call(db: AsyncSession, row: dict[str, Any], run_id: str, step: int) -> None:
+async def insert_tool_call(db: AsyncSession, row: ToolCallValues, run_id: str, step: int) -> None:
     """A tool call's first row; the run's ``step_count`` follows it, so it stays true
     while the run goes on (and after a crash)."""
     await db.execute(insert(ToolCall).values(**row))
     await db.execute(update(Run).where(Run.id == run_id).values(step_count=step))
 
 
-async def update_tool_call(db: AsyncSession, row_id: str, values: dict[str, Any]) -> None:
+async def update_tool_call(db: AsyncSession, row_id: str, values: ToolCallValues) -> None:
     """Write ``values`` (any columns) to the tool call's row, through one cached statement."""
     await db.execute(_UPDATE_TOOL_CALL, {"row_id": row_id, **values})

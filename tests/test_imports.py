@@ -165,7 +165,8 @@ def test_leaf_packages_import_cleanly_on_their_own(package: str) -> None:
 # -- inside server/: one sub-package per concern, arrows pointing down only ------------
 
 # Which server sub-packages each may import (besides itself, the cross-cutting leaves
-# server.settings / server.logs / server.metrics / server.shapes, and agent_bridge / store).
+# server.settings / server.logs / server.metrics / server.shapes / server.contents, and
+# agent_bridge / store).
 LAYERS = {
     "server.stream": set(),
     "server.cluster": {"server.stream"},
@@ -173,7 +174,7 @@ LAYERS = {
     "server.web": {"server.sessions", "server.stream", "server.cluster"},
     "server.cli.client": set(),
 }
-SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes"}
+SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes", "server.contents"}
 
 
 def layer_of(name: str) -> str | None:

@@ -16,7 +16,7 @@ from .commands import Command, command_text, parse_command, prompt_text
 from .config import Settings
 from .sessions import HistoryStore, Session
 from .turn import GARBAGE_LINES, ClientCapabilities, Turn, text_block
-from .wire import Wire, log
+from .wire import JsonObject, Wire, log
 
 __all__ = ["AGENT_INFO", "PROTOCOL_VERSION", "Agent", "RpcError", "serve"]
 
@@ -25,7 +25,7 @@ AGENT_INFO = {"name": "demo-agent", "version": "1.0.0"}
 _DRAIN_AT_EXIT = 2.0
 _FINISH_AT_EXIT = 1.0
 
-Params = dict[str, Any]
+Params = JsonObject
 
 
 class RpcError(Exception):
@@ -109,7 +109,7 @@ class Agent:
             await asyncio.wait(self._handlers, timeout=_FINISH_AT_EXIT)
         await self.wire.wait_drained(_DRAIN_AT_EXIT)
 
-    async def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer(self, message: JsonObject) -> None:
         msg_id = message["id"]
         params = message.get("params", {})
         handler = self._methods.get(message["method"])
@@ -141,7 +141,7 @@ class Agent:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         return self.sessions.get(session_id) if isinstance(session_id, str) else None
 
-    def _note_prompt(self, message: dict[str, Any]) -> None:
+    def _note_prompt(self, message: JsonObject) -> None:
         """A prompt was read; its turn starts in its own task, maybe after a cancel that
         was read right behind it (see ``_cancel``)."""
         session = (
@@ -234,7 +234,7 @@ class Agent:
         await self._announce_commands({}, params)
         return self._controls_answer(session)
 
-    def _controls_answer(self, session: Session) -> dict[str, Any]:
+    def _controls_answer(self, session: Session) -> JsonObject:
         if self.settings.no_controls:
             return {}
         return controls.session_answer(session.controls, legacy_models=self.settings.legacy_models)

@@ -8,7 +8,7 @@ is set through ``session/set_model`` instead of a config option.
 
 from __future__ import annotations
 
-from typing import Any
+from .wire import JsonObject
 
 __all__ = [
     "COMMANDS",
@@ -20,15 +20,15 @@ __all__ = [
     "slash_reply",
 ]
 
-MODES: list[dict[str, Any]] = [
+MODES: list[JsonObject] = [
     {"id": "code", "name": "Code", "description": "Reads and writes files as asked."},
     {"id": "ask", "name": "Ask", "description": "Answers only; marks every answer [ask mode]."},
 ]
-MODELS: list[dict[str, Any]] = [
+MODELS: list[JsonObject] = [
     {"value": "demo-small", "name": "Demo small", "description": "Fast and terse."},
     {"value": "demo-large", "name": "Demo large", "description": "Slow and thorough."},
 ]
-COMMANDS: list[dict[str, Any]] = [
+COMMANDS: list[JsonObject] = [
     {"name": "help", "description": "What this agent can do", "input": None},
     {"name": "files", "description": "List the workspace's files", "input": {"hint": "glob"}},
 ]
@@ -41,7 +41,7 @@ class SessionControls:
         self.mode_id = "code"
         self.model = "demo-small"
 
-    def config_options(self) -> list[dict[str, Any]]:
+    def config_options(self) -> list[JsonObject]:
         return [
             {
                 "id": "model",
@@ -67,9 +67,9 @@ class SessionControls:
         return True
 
 
-def session_answer(controls: SessionControls, *, legacy_models: bool) -> dict[str, Any]:
+def session_answer(controls: SessionControls, *, legacy_models: bool) -> JsonObject:
     """The modes and config options (or legacy models) of a session/new|load answer."""
-    answer: dict[str, Any] = {"modes": {"currentModeId": controls.mode_id, "availableModes": MODES}}
+    answer: JsonObject = {"modes": {"currentModeId": controls.mode_id, "availableModes": MODES}}
     if legacy_models:
         answer["models"] = {
             "currentModelId": controls.model,

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from .turn import Turn
-from .wire import RemoteError
+from .wire import JsonObject, RemoteError
 
 __all__ = ["ask", "choose_file", "elicit_body", "save_schema"]
 
 
-def save_schema(relpath: str) -> dict[str, Any]:
+def save_schema(relpath: str) -> JsonObject:
     return {
         "type": "object",
         "title": "Save a file",
@@ -36,7 +35,7 @@ def save_schema(relpath: str) -> dict[str, Any]:
     }
 
 
-async def ask(turn: Turn, params: dict[str, Any]) -> dict[str, Any]:
+async def ask(turn: Turn, params: JsonObject) -> JsonObject:
     """One elicitation/create; the client's answer (``{"action": ...}``)."""
     try:
         answer = await turn.request("elicitation/create", params)
@@ -62,7 +61,7 @@ async def choose_file(turn: Turn, relpath: str) -> tuple[str, str | None] | None
     if action != "accept":
         return relpath, "declined by user" if action == "decline" else str(answer)
     given = answer.get("content")
-    content: dict[str, Any] = given if isinstance(given, dict) else {}
+    content: JsonObject = given if isinstance(given, dict) else {}
     path = content.get("path")
     chosen = path if isinstance(path, str) and path else relpath
     if _exists(os.path.join(turn.cwd, chosen)) and content.get("overwrite") is not True:
@@ -81,7 +80,7 @@ async def elicit_body(turn: Turn, mode: str, argument: str) -> list[str]:
         return ["The client takes no elicitation forms."]
     if mode == "url" and not turn.client.elicitation_url:
         return ["The client takes no URL elicitations."]
-    params: dict[str, Any] = {"mode": mode, "message": f"The demo agent asks ({mode})."}
+    params: JsonObject = {"mode": mode, "message": f"The demo agent asks ({mode})."}
     if mode == "form":
         try:
             params["requestedSchema"] = json.loads(argument)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from .commands import Command
 from .turn import Turn, text_block
+from .wire import JsonObject
 
 __all__ = ["TOOL_CALL_ID", "make_update", "parse_stamp", "run"]
 
@@ -36,7 +36,7 @@ async def run(turn: Turn, command: Command) -> str:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-        stamp: dict[str, Any] = {"t": 0.0, "i": i}
+        stamp: JsonObject = {"t": 0.0, "i": i}
         update = make_update("tool" if tool else "text", i, count)
         update["_meta"] = {"demo": stamp}
         await turn.update(update, flush=rate is not None, stamp=stamp)
@@ -58,7 +58,7 @@ def parse_stamp(text: str) -> tuple[float, int] | None:
         return None
 
 
-def make_update(kind: str, i: int, count: int) -> dict[str, Any]:
+def make_update(kind: str, i: int, count: int) -> JsonObject:
     """Flood update ``i`` of ``count`` (``kind`` is ``text`` or ``tool``), stamped now;
     without ``_meta`` (the benchmark builds the same rows with it)."""
     return _tool_update(i, count) if kind == "tool" else _text_update(i, count)
@@ -68,12 +68,12 @@ def _prefix(i: int, count: int) -> str:
     return f"t={time.time():.6f} i={i} flood {i + 1}/{count} "
 
 
-def _text_update(i: int, count: int) -> dict[str, Any]:
+def _text_update(i: int, count: int) -> JsonObject:
     text = _prefix(i, count).ljust(_TEXT_BYTES - 1, ".") + "\n"
     return {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
 
 
-def _tool_update(i: int, count: int) -> dict[str, Any]:
+def _tool_update(i: int, count: int) -> JsonObject:
     text = (_prefix(i, count) + "\n").ljust(_TOOL_BYTES, "x")
     return {
         "sessionUpdate": "tool_call_update",

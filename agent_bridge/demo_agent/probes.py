@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-from typing import Any
 
 from .commands import Command
 from .turn import Turn
-from .wire import RemoteError
+from .wire import JsonObject, RemoteError
 
 __all__ = ["env_names", "probe", "terminal", "terminal_start"]
 
@@ -42,8 +41,8 @@ async def probe(turn: Turn, command: Command) -> list[str] | None:
     return ["\n".join(lines)]
 
 
-async def _probe_one(turn: Turn, op: str, path: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"op": op, "path": path, "ok": False, "code": None}
+async def _probe_one(turn: Turn, op: str, path: str) -> JsonObject:
+    result: JsonObject = {"op": op, "path": path, "ok": False, "code": None}
     try:
         if op == "read":
             answer = await turn.request("fs/read_text_file", {"path": path})
@@ -76,7 +75,7 @@ async def terminal(turn: Turn, command: Command) -> list[str] | None:
     its output in rawOutput; then release it."""
     argv = list(command.argv)
     title = f"Run {shlex.join(argv)}"
-    raw_input: dict[str, Any] = {"command": argv[0], "args": argv[1:], "cwd": turn.cwd}
+    raw_input: JsonObject = {"command": argv[0], "args": argv[1:], "cwd": turn.cwd}
     if command.output_limit is not None:
         raw_input["outputByteLimit"] = command.output_limit
     await turn.tool_call("call_terminal", title, "execute", rawInput=raw_input)
@@ -129,7 +128,7 @@ async def terminal_start(turn: Turn, command: Command) -> list[str] | None:
         )
         return [f"I could not start it: {exc.message}."]
     ref = {"terminalId": created["terminalId"]}
-    output: dict[str, Any] = {}
+    output: JsonObject = {}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _START_WAIT
     while loop.time() < deadline:
@@ -144,7 +143,7 @@ async def terminal_start(turn: Turn, command: Command) -> list[str] | None:
     return [f"terminal {ref['terminalId']} started: {output.get('output', '')}"]
 
 
-def _describe(status: dict[str, Any]) -> str:
+def _describe(status: JsonObject) -> str:
     if status.get("signal"):
         return f"signal {status['signal']}"
     return f"exit code {status.get('exitCode')}"

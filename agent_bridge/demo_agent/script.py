@@ -12,12 +12,11 @@ import asyncio
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from . import controls, elicit, flood, modes, probes
 from .commands import Command
 from .turn import Turn, text_block
-from .wire import RemoteError
+from .wire import JsonObject, RemoteError
 
 __all__ = ["PERMISSION_OPTIONS", "ask_permission", "run"]
 
@@ -212,7 +211,7 @@ async def _write_step(
     """The edit tool call; None when its permission request came back cancelled.
     ``confirmed``: the person already chose to write (a form), no permission request."""
     path = os.path.join(turn.cwd, relpath)
-    diff: dict[str, Any] = {"type": "diff", "path": path, "newText": content}
+    diff: JsonObject = {"type": "diff", "path": path, "newText": content}
     old = _old_text(path)
     if old is not None:
         diff["oldText"] = old
@@ -254,7 +253,7 @@ def _old_text(path: str) -> str | None:
         return None
 
 
-async def ask_permission(turn: Turn, tool_call: dict[str, Any]) -> tuple[str, str]:
+async def ask_permission(turn: Turn, tool_call: JsonObject) -> tuple[str, str]:
     """Ask the client; returns ("allow" | "reject" | "cancelled", reason for a reject)."""
     params = {"toolCall": tool_call, "options": PERMISSION_OPTIONS}
     try:

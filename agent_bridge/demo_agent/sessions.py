@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .controls import SessionControls
+from .wire import JsonObject
 
 __all__ = ["HistoryStore", "Session", "is_session_id"]
 
@@ -57,7 +58,7 @@ class Session:
         self.cost = round(self.cost + tokens * _PRICE_PER_TOKEN, 6)
         return self.cost
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"sessionId": self.id, "cwd": self.cwd, "cost": self.cost, "entries": self.entries}
 
 

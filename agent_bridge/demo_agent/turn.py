@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .sessions import CONTEXT_SIZE, Session
-from .wire import Wire
+from .wire import JsonObject, Wire
 
 __all__ = ["GARBAGE_LINES", "ClientCapabilities", "Turn", "text_block"]
 
 GARBAGE_LINES = (b"Loading model...\n", b"{not json\n", b"[1,2]\n", b"42\n")
 
 
-def text_block(text: str) -> dict[str, Any]:
+def text_block(text: str) -> JsonObject:
     return {"type": "text", "text": text}
 
 
@@ -27,7 +27,7 @@ class ClientCapabilities:
     elicitation_url: bool = False
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ClientCapabilities:
+    def from_params(cls, params: JsonObject) -> ClientCapabilities:
         caps = params.get("clientCapabilities")
         caps = caps if isinstance(caps, dict) else {}
         fs = caps.get("fs")
@@ -72,7 +72,7 @@ class Turn:
         self._garbage = list(GARBAGE_LINES)
 
     async def update(
-        self, update: dict[str, Any], *, flush: bool = True, stamp: dict[str, Any] | None = None
+        self, update: JsonObject, *, flush: bool = True, stamp: JsonObject | None = None
     ) -> None:
         """One ``session/update`` notification (garbage lines go between updates)."""
         if self._updates_sent and self._garbage:
@@ -121,7 +121,7 @@ class Turn:
         update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, **fields}
         await self.update(update)
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(self, method: str, params: JsonObject) -> Any:
         """A request to the client for this session; raises RemoteError."""
         return await self.wire.request(method, {"sessionId": self.session.id, **params})
 

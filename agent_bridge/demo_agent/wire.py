@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BATCH_LINES", "MAX_LINE", "RemoteError", "Wire", "log"]
+__all__ = ["BATCH_LINES", "MAX_LINE", "JsonObject", "RemoteError", "Wire", "log"]
 
 BATCH_LINES = 64
 MAX_LINE = 64 * 1024 * 1024
@@ -35,7 +35,10 @@ _READ_CHUNK = 1 << 16
 _INBOX_SIZE = 256
 _OUTBOX_SIZE = 256
 
-Message = dict[str, Any]
+# A JSON object on the wire (a message, its params, a result): the demo agent imports only
+# the standard library, so it names this itself (agent_bridge.jsontypes is the same).
+JsonObject = dict[str, Any]
+Message = JsonObject
 
 
 def log(text: str) -> None:
@@ -60,7 +63,7 @@ class RemoteError(Exception):
 class _Outgoing:
     payload: Message | bytes
     flush: bool
-    stamp: dict[str, Any] | None  # gets "t" = time.time() just before encoding
+    stamp: JsonObject | None  # gets "t" = time.time() just before encoding
 
     def encode(self) -> bytes:
         if isinstance(self.payload, bytes):
@@ -216,7 +219,7 @@ class Wire:
     # -- sending ----------------------------------------------------------------
 
     async def send(
-        self, payload: Message | bytes, *, flush: bool = True, stamp: dict[str, Any] | None = None
+        self, payload: Message | bytes, *, flush: bool = True, stamp: JsonObject | None = None
     ) -> None:
         """Queue one message (or raw bytes, for the garbage modes)."""
         if self.muted or self.broken.is_set():

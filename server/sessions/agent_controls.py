@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agent_bridge import AgentExited, ProtocolBroken, RpcError
-from server.sessions.controls import Change, Chosen, ControlsState, chosen_of
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server.contents import Change, ChangedBy, ControlsContent, ControlsView, as_json
+from server.sessions.controls import Chosen, ControlsState, chosen_of
 from server.sessions.errors import Conflict, DomainError, Invalid
 from server.sessions.status import log_active_count
 from server.sessions.translate import Output
@@ -43,7 +45,7 @@ def _persist(live: LiveSession, chosen: Chosen | None) -> Op:
     """An op that stores the controls as they are when it runs, and merges ``chosen``."""
 
     async def store(db: Any) -> None:
-        values: dict[str, Any] = {"controls": _state(live).view()}
+        values: JsonObject = {"controls": as_json(_state(live).view())}
         if chosen:
             record = await session_store.get_session(db, live.id)
             kept = chosen_of(record.agent_config if record else None)
@@ -73,23 +75,28 @@ def from_agent(live: LiveSession, outputs: list[Output]) -> tuple[list[Output], 
     ops: list[Op] = []
     kept: list[Output] = []
     for out in outputs:
-        if out.content.get("type") != "controls":
+        content = out.content
+        if content["type"] != "controls":
             kept.append(out)
             continue
         if not live.controls_started:
             continue  # after_start stores them
-        ops.append(_persist(live, _chosen_now(_state(live), str(out.content["change"]))))
+        ops.append(_persist(live, _chosen_now(_state(live), content["change"])))
         if not live.controls_busy:
             kept.append(out)
     return kept, ops
 
 
-async def _record(live: LiveSession, change: Change, by: str, chosen: Chosen | None) -> None:
-    content = {"type": "controls", "change": change, "by": by, "controls": _state(live).view()}
+async def _record(live: LiveSession, change: Change, by: ChangedBy, chosen: Chosen | None) -> None:
+    content: ControlsContent = {
+        "type": "controls",
+        "change": change,
+        "by": by,
+        "controls": _state(live).view(),
+    }
     turn = live.turn
-    draft = Draft(
-        "system", content, None, turn.run_id if turn else None, turn.step_number if turn else None
-    )
+    run_id, step = (turn.run_id, turn.step_number) if turn else (None, None)
+    draft = Draft("system", as_json(content), None, run_id, step)
     await live.services.writer.submit(live.id, [draft], [_persist(live, chosen)]).wait()
 
 
@@ -112,7 +119,7 @@ async def _apply_mode(live: LiveSession, mode_id: str) -> None:
         live.controls_busy -= 1
 
 
-async def _apply_config(live: LiveSession, config_id: str, value: Any) -> None:
+async def _apply_config(live: LiveSession, config_id: str, value: JsonValue) -> None:
     state = _state(live)
     live.controls_busy += 1
     try:
@@ -129,7 +136,7 @@ async def _apply_config(live: LiveSession, config_id: str, value: Any) -> None:
         live.controls_busy -= 1
 
 
-async def set_mode(live: LiveSession, mode_id: str) -> dict[str, Any]:
+async def set_mode(live: LiveSession, mode_id: str) -> ControlsView:
     """ACP session/set_mode (also during a turn): 409 not_supported, 422 unknown mode."""
     _state(live).check_mode(mode_id)
     try:
@@ -140,7 +147,7 @@ async def set_mode(live: LiveSession, mode_id: str) -> dict[str, Any]:
     return _state(live).view()
 
 
-async def set_config(live: LiveSession, config_id: str, value: Any) -> dict[str, Any]:
+async def set_config(live: LiveSession, config_id: str, value: JsonValue) -> ControlsView:
     """ACP session/set_config_option (session/set_model for a legacy ``model``)."""
     _state(live).check_value(config_id, value)
     try:
@@ -180,13 +187,20 @@ async def after_start(live: LiveSession) -> None:
         stored.get("modes") != view["modes"] or stored.get("config") != view["config"]
     ):
         change: Change = "mode" if stored.get("modes") != view["modes"] else "config"
-        content = {"type": "controls", "change": change, "by": "agent", "controls": view}
-        live.services.writer.submit(live.id, [Draft("system", content)], [_persist(live, None)])
+        content: ControlsContent = {
+            "type": "controls",
+            "change": change,
+            "by": "agent",
+            "controls": view,
+        }
+        live.services.writer.submit(
+            live.id, [Draft("system", as_json(content))], [_persist(live, None)]
+        )
     live.controls_started = True
 
 
 async def apply_create_choices(
-    live: LiveSession, mode_id: str | None, config: dict[str, Any]
+    live: LiveSession, mode_id: str | None, config: dict[str, JsonValue]
 ) -> None:
     """``modeId`` and ``config`` of a create request, right after session/new. A choice
     the agent does not offer (422) discards the session: it was never created."""

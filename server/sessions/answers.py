@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject
 from server.sessions.elicitation_gate import ELICITATION
 from server.sessions.live_session import LiveSession
 from server.sessions.pending import RequestKind
@@ -58,9 +59,9 @@ async def answer_permission(hub: Hub, session_id: str, request_id: str, option_i
 
 async def answer_elicitation(
     hub: Hub, session_id: str, request_id: str, action: str, content: Any
-) -> dict[str, Any]:
+) -> JsonObject:
     """Returns the outcome given to the agent."""
-    outcome: dict[str, Any] = {}
+    outcome: JsonObject = {}
 
     def decide(live: LiveSession) -> anyio.Event:
         committed, given = live.answer_elicitation(request_id, action, content)

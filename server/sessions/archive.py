@@ -22,17 +22,19 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions.errors import Invalid, NotFound
 from server.stream.frames import iso, message_view
 from store import SessionRecord, utcnow
 from store import messages as message_store
 from store import repos as repo_store
+from store.messages import MessageRow
 
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
@@ -50,7 +52,44 @@ TYPES = shapes.MESSAGE_TYPES
 # -- export --------------------------------------------------------------------------------
 
 
-def archive_header(record: SessionRecord) -> dict[str, Any]:
+class ExportHeader(TypedDict):
+    """Line 1 of an export."""
+
+    type: Literal["session"]
+    version: int
+    id: str
+    repoId: str
+    agentId: str
+    title: str | None
+    createdAt: str | None
+
+
+class ImportHeader(TypedDict):
+    """The fields of an imported header the server uses, checked."""
+
+    id: str | None
+    repoId: str | None
+    agentId: str | None
+    title: str | None
+    createdAt: datetime | None
+
+
+class ArchivedMessage(TypedDict):
+    """A message line, checked, as the columns of its row (ids are new on import)."""
+
+    seq: int
+    run_id: str | None
+    step_number: int | None
+    role: str
+    type: str
+    partial: bool
+    dropped: bool
+    content: JsonObject
+    raw: JsonObject | None
+    created_at: datetime
+
+
+def archive_header(record: SessionRecord) -> ExportHeader:
     return {
         "type": "session",
         "version": ARCHIVE_VERSION,
@@ -88,15 +127,15 @@ async def export_lines(hub: Hub, record: SessionRecord) -> AsyncIterator[bytes]:
 class Archive:
     """A parsed archive: the optional header and the message rows (without ids)."""
 
-    header: dict[str, Any] | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    header: ImportHeader | None = None
+    rows: list[ArchivedMessage] = field(default_factory=list)
 
 
 def _bad(line: int, message: str) -> Invalid:
     return Invalid(f"line {line}: {message}", line=line)
 
 
-def _timestamp(value: Any, line: int, name: str) -> datetime:
+def _timestamp(value: JsonValue, line: int, name: str) -> datetime:
     if not isinstance(value, str):
         raise _bad(line, f"{name} must be an ISO 8601 timestamp string.")
     try:
@@ -108,11 +147,11 @@ def _timestamp(value: Any, line: int, name: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def _optional_int(value: Any) -> bool:
+def _optional_int(value: JsonValue) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _uuid_or_none(value: Any) -> bool:
+def _uuid_or_none(value: JsonValue) -> bool:
     if value is None:
         return True
     if not isinstance(value, str):
@@ -124,7 +163,7 @@ def _uuid_or_none(value: Any) -> bool:
     return True
 
 
-def _parse_header(obj: dict[str, Any], line: int) -> dict[str, Any]:
+def _parse_header(obj: JsonObject, line: int) -> ImportHeader:
     if obj.get("version") != ARCHIVE_VERSION:
         raise _bad(
             line,
@@ -137,13 +176,17 @@ def _parse_header(obj: dict[str, Any], line: int) -> dict[str, Any]:
         raise _bad(line, "agentId must be a string.")
     if not isinstance(obj.get("title"), str | None):
         raise _bad(line, "title must be a string or null.")
-    header = dict(obj)
-    if obj.get("createdAt") is not None:
-        header["createdAt"] = _timestamp(obj["createdAt"], line, "createdAt")
-    return header
+    created = obj.get("createdAt")
+    return {
+        "id": obj.get("id"),
+        "repoId": obj.get("repoId"),
+        "agentId": obj.get("agentId"),
+        "title": obj.get("title"),
+        "createdAt": None if created is None else _timestamp(created, line, "createdAt"),
+    }
 
 
-def _parse_message(obj: dict[str, Any], line: int, expected_seq: int) -> dict[str, Any]:
+def _parse_message(obj: JsonObject, line: int, expected_seq: int) -> ArchivedMessage:
     seq = obj.get("seq")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq != expected_seq:
         raise _bad(
@@ -209,14 +252,14 @@ async def import_archive(
     """Recreate an archived session on a registered repository: status ``completed``
     (not counted against the limit), every message as it was, new ids. It takes no
     prompts; fork it to continue."""
-    header = archive.header or {}
-    repo_id = repo_id or header.get("repoId")
+    header = archive.header
+    repo_id = repo_id or (header and header["repoId"])
     if repo_id is None:
         raise Invalid(
             "Name the repository: pass ?repoId= (the archive has no header naming one).",
             field="repoId",
         )
-    agent_id = agent_id or header.get("agentId") or "default"
+    agent_id = agent_id or (header and header["agentId"]) or "default"
     if agent_id not in hub.agents:
         raise Invalid(
             f"The archive's agent {agent_id!r} is not configured here; pass ?agentId= to "
@@ -228,14 +271,14 @@ async def import_archive(
     if repo is None:
         raise NotFound("repo", repo_id)
     now = utcnow()
-    created = header.get("createdAt") or archive.rows[0]["created_at"]
-    meta = {"importedFrom": header["id"]} if header.get("id") else {}
+    created = (header and header["createdAt"]) or archive.rows[0]["created_at"]
+    meta = {"importedFrom": header["id"]} if header and header["id"] else {}
     record = SessionRecord(
         id=str(uuid.uuid4()),
         repo_id=repo_id,
         agent_id=agent_id,
         status="completed",
-        title=header.get("title"),
+        title=header and header["title"],
         created_at=created,
         updated_at=now,
         last_activity_at=now,
@@ -244,7 +287,9 @@ async def import_archive(
         needs_context=False,
         meta=meta,
     )
-    rows = [{**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows]
+    rows: list[MessageRow] = [
+        {**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows
+    ]
 
     async def insert(db: AsyncSession) -> None:
         db.add(record)

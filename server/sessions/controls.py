@@ -9,8 +9,19 @@ is set through ``session/set_model``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server.contents import (
+    Change,
+    Choice,
+    Command,
+    ConfigOption,
+    ControlsView,
+    Mode,
+    Modes,
+    PromptCapabilities,
+)
 from server.sessions.errors import Conflict, Invalid, NotFound
 
 __all__ = [
@@ -23,7 +34,6 @@ __all__ = [
 ]
 
 LEGACY_MODEL_ID = "model"
-Change = Literal["mode", "config", "commands"]
 CONTROL_UPDATES = ("current_mode_update", "config_option_update", "available_commands_update")
 
 
@@ -31,7 +41,7 @@ class Chosen(TypedDict, total=False):
     """What is kept for resumption: the mode and config values the session was put in."""
 
     modeId: str
-    config: dict[str, Any]
+    config: dict[str, JsonValue]  # configId → value (a client's string or true/false)
 
 
 def chosen_of(value: object) -> Chosen:
@@ -47,7 +57,7 @@ def chosen_of(value: object) -> Chosen:
     return chosen
 
 
-def empty_controls() -> dict[str, Any]:
+def empty_controls() -> ControlsView:
     return ControlsState().view()
 
 
@@ -55,9 +65,9 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _choices(raw: object) -> list[dict[str, Any]]:
+def _choices(raw: object) -> list[Choice]:
     """Select options, groups flattened (each keeps its group's name)."""
-    out: list[dict[str, Any]] = []
+    out: list[Choice] = []
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
@@ -77,10 +87,10 @@ def _choices(raw: object) -> list[dict[str, Any]]:
     return out
 
 
-def _option(raw: object) -> dict[str, Any] | None:
+def _option(raw: object) -> ConfigOption | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
         return None
-    kind = "boolean" if raw.get("type") == "boolean" else "select"
+    kind: Literal["select", "boolean"] = "boolean" if raw.get("type") == "boolean" else "select"
     return {
         "id": raw["id"],
         "name": _text(raw.get("name")) or raw["id"],
@@ -92,10 +102,10 @@ def _option(raw: object) -> dict[str, Any] | None:
     }
 
 
-def _modes(raw: object) -> dict[str, Any] | None:
+def _modes(raw: object) -> Modes | None:
     if not isinstance(raw, dict):
         return None
-    available = [
+    available: list[Mode] = [
         {
             "id": m["id"],
             "name": _text(m.get("name")) or m["id"],
@@ -107,10 +117,10 @@ def _modes(raw: object) -> dict[str, Any] | None:
     return {"currentModeId": _text(raw.get("currentModeId")), "available": available}
 
 
-def _legacy_models(raw: object) -> dict[str, Any] | None:
+def _legacy_models(raw: object) -> ConfigOption | None:
     if not isinstance(raw, dict):
         return None
-    choices = [
+    choices: list[Choice] = [
         {
             "value": m["modelId"],
             "name": _text(m.get("name")) or m["modelId"],
@@ -131,8 +141,8 @@ def _legacy_models(raw: object) -> dict[str, Any] | None:
     }
 
 
-def _commands(raw: object) -> list[dict[str, Any]]:
-    out = []
+def _commands(raw: object) -> list[Command]:
+    out: list[Command] = []
     for c in raw if isinstance(raw, list) else []:
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             continue
@@ -150,19 +160,20 @@ def _commands(raw: object) -> list[dict[str, Any]]:
 class ControlsState:
     """The controls as last known; ``legacy_model`` when ``model`` uses set_model."""
 
-    def __init__(self, view: dict[str, Any] | None = None) -> None:
+    def __init__(self, view: ControlsView | JsonObject | None = None) -> None:
+        """From a view (``view()``), or the stored ``controls`` column holding one."""
         view = view or {}
-        self.modes: dict[str, Any] | None = view.get("modes")
-        self.config: list[dict[str, Any]] = list(view.get("config") or [])
-        self.commands: list[dict[str, Any]] = list(view.get("commands") or [])
-        self.prompt_capabilities: dict[str, bool] = dict(
-            view.get("promptCapabilities")
-            or {"image": False, "audio": False, "embeddedContext": False}
+        self.modes: Modes | None = view.get("modes")
+        self.config: list[ConfigOption] = list(view.get("config") or [])
+        self.commands: list[Command] = list(view.get("commands") or [])
+        stored = view.get("promptCapabilities")  # as it was stored, never merged
+        self.prompt_capabilities: PromptCapabilities = (
+            {**stored} if stored else {"image": False, "audio": False, "embeddedContext": False}
         )
         self.mcp_servers: list[str] = list(view.get("mcpServers") or [])
         self.legacy_model = False
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> ControlsView:
         return {
             "modes": self.modes,
             "config": self.config,
@@ -173,14 +184,16 @@ class ControlsState:
 
     # -- from the agent ----------------------------------------------------------------
 
-    def apply_capabilities(self, agent_capabilities: dict[str, Any]) -> None:
+    def apply_capabilities(self, agent_capabilities: JsonObject) -> None:
         caps = agent_capabilities.get("promptCapabilities")
         caps = caps if isinstance(caps, dict) else {}
         self.prompt_capabilities = {
-            name: caps.get(name) is True for name in ("image", "audio", "embeddedContext")
+            "image": caps.get("image") is True,
+            "audio": caps.get("audio") is True,
+            "embeddedContext": caps.get("embeddedContext") is True,
         }
 
-    def apply_answer(self, result: dict[str, Any]) -> None:
+    def apply_answer(self, result: JsonObject) -> None:
         """session/new, load or resume answered: its modes and options replace ours."""
         self.modes = _modes(result.get("modes"))
         options = [o for o in map(_option, result.get("configOptions") or []) if o]
@@ -192,13 +205,13 @@ class ControlsState:
             options.append(legacy)
         self.config = options
 
-    def apply_update(self, update: dict[str, Any]) -> Change | None:
+    def apply_update(self, update: JsonObject) -> Change | None:
         """A session/update of the controls: what it changed (None: nothing)."""
         before = self.view()
         change = self._apply(update)
         return change if self.view() != before else None
 
-    def _apply(self, update: dict[str, Any]) -> Change | None:
+    def _apply(self, update: JsonObject) -> Change | None:
         kind = update.get("sessionUpdate")
         if kind == "current_mode_update":
             mode_id = _text(update.get("currentModeId"))
@@ -223,7 +236,7 @@ class ControlsState:
             options += [o for o in self.config if o["id"] == LEGACY_MODEL_ID]
         self.config = options
 
-    def set_current(self, config_id: str, value: Any) -> None:
+    def set_current(self, config_id: str, value: JsonValue) -> None:
         self.config = [
             {**o, "currentValue": value} if o["id"] == config_id else o for o in self.config
         ]
@@ -240,13 +253,13 @@ class ControlsState:
         if mode_id not in offered:
             raise Invalid(f"The agent offers no mode {mode_id!r}.", offered=offered, field="modeId")
 
-    def option(self, config_id: str) -> dict[str, Any]:
+    def option(self, config_id: str) -> ConfigOption:
         for option in self.config:
             if option["id"] == config_id:
                 return option
         raise NotFound("config_option", config_id)
 
-    def check_value(self, config_id: str, value: Any) -> dict[str, Any]:
+    def check_value(self, config_id: str, value: JsonValue) -> ConfigOption:
         """The option, once ``value`` is one it offers (404 / 422 otherwise)."""
         option = self.option(config_id)
         if option["type"] == "boolean":
@@ -260,5 +273,5 @@ class ControlsState:
             )
         return option
 
-    def differs(self, config_id: str, value: Any) -> bool:
+    def differs(self, config_id: str, value: JsonValue) -> bool:
         return any(o["id"] == config_id and o["currentValue"] != value for o in self.config)

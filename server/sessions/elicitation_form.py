@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from agent_bridge.jsontypes import JsonObject
 from server.sessions.errors import Invalid
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _allowed(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def check_content(schema: dict[str, Any], content: Any) -> dict[str, Any]:
+def check_content(schema: JsonObject, content: Any) -> JsonObject:
     """``content`` when it matches ``schema``; else Invalid (422) saying where and why."""
     if not isinstance(content, dict):
         raise Invalid("content must be an object matching requestedSchema.", field="content")

@@ -15,6 +15,8 @@ import anyio
 
 from agent_bridge import RpcError
 from agent_bridge.jsonrpc import INVALID_PARAMS
+from agent_bridge.jsontypes import JsonObject
+from server.contents import ElicitationContent, as_json
 from server.sessions.elicitation_form import check_content, schema_problem
 from server.sessions.errors import Invalid
 from server.sessions.live_base import LiveBase
@@ -52,8 +54,8 @@ def _web_url(url: Any) -> bool:
 
 class ElicitationGate(LiveBase):
     async def on_elicitation_request(
-        self, params: dict[str, Any], raw: dict[str, Any]
-    ) -> Awaitable[dict[str, Any]]:
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
         mode = params.get("mode")
         if not isinstance(mode, str):
             raise _refuse("mode must be a string")
@@ -66,7 +68,7 @@ class ElicitationGate(LiveBase):
         turn = self.turn
         message = params.get("message")
         request_id = str(uuid.uuid4())
-        content = {
+        content: ElicitationContent = {
             "type": "elicitation",
             "requestId": request_id,
             "mode": mode,
@@ -80,7 +82,7 @@ class ElicitationGate(LiveBase):
             request_id,
             turn.run_id if turn else None,
             call_id if isinstance(call_id, str) and turn is not None else None,
-            content,
+            as_json(content),
         )
         outputs = self.translator.flush()
         outputs.append(Output("system", content, raw))
@@ -91,7 +93,7 @@ class ElicitationGate(LiveBase):
 
     def answer_elicitation(
         self, request_id: str, action: str, content: Any
-    ) -> tuple[anyio.Event, dict[str, Any]]:
+    ) -> tuple[anyio.Event, JsonObject]:
         """A person's answer; the first one wins. A form's ``accept`` content must match
         the requested schema (else Invalid, and the request stays pending). Returns the
         commit event and the outcome."""
@@ -100,7 +102,7 @@ class ElicitationGate(LiveBase):
         return self._decide(pending, outcome, "user"), outcome
 
 
-def elicitation_outcome(asked: dict[str, Any], action: str, content: Any) -> dict[str, Any]:
+def elicitation_outcome(asked: JsonObject, action: str, content: Any) -> JsonObject:
     """The outcome an answer makes, checked against what was asked."""
     if action not in ACTIONS:
         raise Invalid("action must be one of accept, decline, cancel.", field="action")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_bridge.jsontypes import JsonObject
+
 __all__ = [
     "ActiveRecently",
     "AgentStartFailed",
@@ -30,11 +32,11 @@ class DomainError(Exception):
 
     code = "error"
 
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: str, message: str, details: JsonObject | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.details: dict[str, Any] = details or {}
+        self.details: JsonObject = details or {}
 
 
 class NotFound(DomainError):
@@ -45,7 +47,7 @@ class NotFound(DomainError):
         what: str,
         ident: str,
         message: str | None = None,
-        details: dict[str, Any] | None = None,
+        details: JsonObject | None = None,
     ) -> None:
         super().__init__(
             f"{what}_not_found",

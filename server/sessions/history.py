@@ -11,19 +11,20 @@ import logging
 import uuid
 import weakref
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
 from server.sessions.services import CLEANUP_SECONDS
-from server.sessions.transcript import build_transcript
+from server.sessions.status import status_draft
+from server.sessions.transcript import ChatEntry, build_transcript
 from server.sessions.workspaces import service as workspace_service
-from server.stream.writer import Draft
 from store import Message, SessionRecord, utcnow
 from store import messages as message_store
 from store import sessions as session_store
+from store.messages import MessageRow
 
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
@@ -45,7 +46,7 @@ def _check_seq(value: int | None, last_seq: int, name: str) -> None:
 # -- transcript ----------------------------------------------------------------------------
 
 
-async def session_transcript(hub: Hub, session_id: str, upto: int | None) -> list[dict[str, Any]]:
+async def session_transcript(hub: Hub, session_id: str, upto: int | None) -> list[ChatEntry]:
     """The conversation up to ``upto`` (default: all), dropped messages left out."""
     record = await hub.get_record(session_id)
     _check_seq(upto, record.last_seq, "uptoSeq")
@@ -59,7 +60,7 @@ async def session_transcript(hub: Hub, session_id: str, upto: int | None) -> lis
 # -- fork ----------------------------------------------------------------------------------
 
 
-def _copy_row(message: Message, session_id: str, seq: int) -> dict[str, Any]:
+def _copy_row(message: Message, session_id: str, seq: int) -> MessageRow:
     return {
         "id": str(uuid.uuid4()),
         "session_id": session_id,
@@ -134,8 +135,7 @@ async def _mark_error(hub: Hub, session_id: str, reason: str) -> None:
     async def set_error(db: AsyncSession) -> None:
         await session_store.update_session(db, session_id, status="error", updated_at=utcnow())
 
-    content = {"type": "status", "status": "error", "reason": reason, "detail": {}}
-    await hub.writer.submit(session_id, [Draft("system", content)], [set_error]).wait()
+    await hub.writer.submit(session_id, [status_draft("error", reason)], [set_error]).wait()
 
 
 # -- rewind --------------------------------------------------------------------------------
@@ -184,12 +184,9 @@ async def _rewind(
             outcome["dropped"] = await message_store.count_live_between(
                 db, session_id, to_seq, upto
             )
-        content = {
-            "type": "status",
-            "status": "active",
-            "reason": "rewind",
-            "detail": {"toSeq": to_seq, "dropped": outcome["dropped"]},
-        }
+        announce = status_draft(
+            "active", "rewind", {"toSeq": to_seq, "dropped": outcome["dropped"]}
+        )
 
         async def drop(db: AsyncSession) -> None:
             count = await message_store.drop_between(db, session_id, to_seq, upto)
@@ -202,7 +199,7 @@ async def _rewind(
                 )
             await session_store.update_session(db, session_id, needs_context=True)
 
-        await hub.writer.submit(session_id, [Draft("system", content)], [drop]).wait()
+        await hub.writer.submit(session_id, [announce], [drop]).wait()
 
     await hub.reset_context(session_id, during=drop_and_announce)  # 409 if a turn started meanwhile
     dropped = outcome["dropped"]

@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from agent_bridge import AgentCgroups, AgentStartError, agent_environment, kill_orphans
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.cluster import Cluster
 from server.sessions import answers
@@ -172,7 +173,7 @@ class Hub:
         return await state.record_start_failure(self.services, record.id, exc)
 
     async def _set_status(
-        self, session_id: str, status: str, reason: str, detail: dict[str, Any] | None = None
+        self, session_id: str, status: str, reason: str, detail: JsonObject | None = None
     ) -> None:
         await state.set_status(self.writer, session_id, status, reason, detail)
 
@@ -308,7 +309,7 @@ class Hub:
 
     async def answer_elicitation(
         self, session_id: str, request_id: str, action: str, content: Any
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Returns the outcome given to the agent (see ``server.sessions.answers``)."""
         return await answers.answer_elicitation(self, session_id, request_id, action, content)
 

@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agent_bridge import AcpClient, TerminalHost, Workspace
+from agent_bridge.jsontypes import JsonObject
 from server.sessions.agents import AgentConfig
 from server.sessions.pending import PendingRequest, RequestKind
 from server.sessions.services import Services
@@ -64,12 +65,11 @@ class LiveBase:
         ops: list[Any] = []
         run_id = turn.run_id if turn else None
         for out in outputs:
-            draft = Draft(
-                out.role, out.content, out.raw, run_id, turn.step_number if turn else None
-            )
-            if out.content.get("type") == "tool" and turn is not None:
+            draft = Draft(out.role, out.stored, out.raw, run_id, turn.step_number if turn else None)
+            content = out.content
+            if content["type"] == "tool" and turn is not None:
                 draft.id = new_id()
-                op = turn.tools.record(out.content, draft.id)
+                op = turn.tools.record(content, draft.id)
                 draft.step_number = turn.step_number
                 if op is not None:
                     ops.append(op)
@@ -91,7 +91,7 @@ class LiveBase:
         drafts, tool_ops = self._stage(outputs, turn)
         self.services.writer.submit(self.id, drafts, [*tool_ops, *(ops or [])])
 
-    async def _wait(self, pending: PendingRequest) -> dict[str, Any]:
+    async def _wait(self, pending: PendingRequest) -> JsonObject:
         """The outcome: the first answer, or the kind's answer after the timeout."""
         with anyio.move_on_after(self.services.settings.permission_timeout):
             await pending.decided.wait()
@@ -116,7 +116,7 @@ class LiveBase:
             if run_id is ... or pending.run_id == run_id:
                 self._decide(pending, dict(pending.kind.cancelled), reason)
 
-    def _decide(self, pending: PendingRequest, outcome: dict[str, Any], reason: str) -> anyio.Event:
+    def _decide(self, pending: PendingRequest, outcome: JsonObject, reason: str) -> anyio.Event:
         """Record the outcome (in memory at once, in the log through the writer)."""
         if pending.decided.is_set():
             return pending.committed

@@ -21,6 +21,7 @@ from agent_bridge import (
     Workspace,
     connect_agent,
 )
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.logs import log_context
 from server.sessions import agent_controls
@@ -189,7 +190,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
     # -- agent → host (ClientCallbacks) -------------------------------------------------
 
     async def on_session_update(
-        self, update: dict[str, Any], raw: dict[str, Any], *, replayed: bool
+        self, update: JsonObject, raw: JsonObject, *, replayed: bool
     ) -> None:
         if replayed:
             self.translator.controls.apply_update(update)  # load replays them too

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent_bridge import acp_types
 from server.sessions.errors import Invalid
 from server.settings import SettingsError
 
@@ -40,7 +41,7 @@ class McpServer:
     def view(self) -> dict[str, str]:
         return {"name": self.name, "transport": self.transport}
 
-    def acp(self) -> dict[str, Any]:
+    def acp(self) -> acp_types.McpServer:
         """The ``McpServer`` of ACP's ``mcpServers``."""
         if self.transport == "stdio":
             return {

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject
 from server.sessions.errors import Conflict, NotFound
 
 __all__ = ["PendingRequest", "RequestKind", "StoreOp"]
@@ -28,9 +29,9 @@ class RequestKind:
     name: str  # the message type and the ``<name>_not_found`` code
     answered_code: str  # 409 for a second answer
     answered_message: str
-    cancelled: dict[str, Any]  # the outcome of a cancel (turn cancelled or ended, session end)
-    on_timeout: Callable[[PendingRequest], dict[str, Any]]
-    record: Callable[[str, dict[str, Any], datetime], StoreOp] | None = None
+    cancelled: JsonObject  # the outcome of a cancel (turn cancelled or ended, session end)
+    on_timeout: Callable[[PendingRequest], JsonObject]
+    record: Callable[[str, JsonObject, datetime], StoreOp] | None = None
     """The op that records a decision beyond its message (the permissions table)."""
     observe_wait: Callable[[float], None] | None = None
 
@@ -52,8 +53,8 @@ class PendingRequest:
     request_id: str
     run_id: str | None
     tool_call_id: str | None
-    content: dict[str, Any]  # the stored message, ``outcome`` still null
+    content: JsonObject  # the stored message, ``outcome`` still null
     asked: float = field(default_factory=time.monotonic)
     decided: anyio.Event = field(default_factory=anyio.Event)
     committed: anyio.Event = field(default_factory=anyio.Event)
-    outcome: dict[str, Any] | None = None
+    outcome: JsonObject | None = None

@@ -11,7 +11,9 @@ from typing import Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
+from server.contents import PermissionContent, as_json
 from server.sessions.errors import Invalid
 from server.sessions.live_base import LiveBase
 from server.sessions.pending import PendingRequest, RequestKind, StoreOp
@@ -22,7 +24,7 @@ from store import utcnow
 __all__ = ["PERMISSION", "PermissionGate"]
 
 
-def _reject_or_cancel(pending: PendingRequest) -> dict[str, Any]:
+def _reject_or_cancel(pending: PendingRequest) -> JsonObject:
     """A timeout picks the agent's reject option (fail closed), else ``cancelled``."""
     reject = next(
         (
@@ -37,7 +39,7 @@ def _reject_or_cancel(pending: PendingRequest) -> dict[str, Any]:
     return {"outcome": "selected", "optionId": reject["optionId"]}
 
 
-def _record(request_id: str, outcome: dict[str, Any], when: datetime) -> StoreOp:
+def _record(request_id: str, outcome: JsonObject, when: datetime) -> StoreOp:
     async def record(db: Any) -> None:
         await permission_store.decide_permission(db, request_id, outcome, when)
 
@@ -57,22 +59,22 @@ PERMISSION = RequestKind(
 
 class PermissionGate(LiveBase):
     async def on_permission_request(
-        self, params: dict[str, Any], raw: dict[str, Any]
-    ) -> Awaitable[dict[str, Any]]:
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
         turn = self.turn
         raw_call = params.get("toolCall")
-        tool_call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
+        tool_call: JsonObject = raw_call if isinstance(raw_call, dict) else {}
         call_id = str(tool_call.get("toolCallId", ""))
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         request_id = str(uuid.uuid4())
         outputs = self.translator.flush()
         tool_content = self.translator.merge_tool(call_id, tool_call)
         outputs.append(Output("system", tool_content))
-        content = {
+        content: PermissionContent = {
             "type": "permission",
             "requestId": request_id,
             "toolCallId": call_id,
-            "tool": tool_content.get("tool"),
+            "tool": tool_content["tool"],
             "options": [
                 {"optionId": o.get("optionId"), "name": o.get("name"), "kind": o.get("kind")}
                 for o in options
@@ -81,7 +83,7 @@ class PermissionGate(LiveBase):
         }
         outputs.append(Output("system", content, raw))
         run_id = turn.run_id if turn else None
-        pending = PendingRequest(PERMISSION, request_id, run_id, call_id, content)
+        pending = PendingRequest(PERMISSION, request_id, run_id, call_id, as_json(content))
 
         async def insert_permission(db: Any) -> None:
             await permission_store.insert_permission(

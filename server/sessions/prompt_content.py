@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_bridge import Workspace, WorkspaceError
+from agent_bridge.acp_types import ContentBlock
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.workspace import FileNotFound, PathOutsideWorkspace
+from server.contents import FileAttachment, ImageAttachment, PromptCapabilities, TextContent
 from server.sessions.errors import Forbidden, Invalid, TooLarge
 from store import attachments as attachment_store
 from store import utcnow
@@ -51,9 +54,9 @@ class PromptContent:
 
     text: str
     """Its text blocks joined: what the transcript and a preamble see."""
-    blocks: list[dict[str, Any]]
+    blocks: list[ContentBlock]
     """The ACP prompt."""
-    stored: dict[str, Any]
+    stored: TextContent
     """The stored user message's content."""
     attachments: list[Attachment] = field(default_factory=list)
 
@@ -63,12 +66,12 @@ class PromptContent:
 
 
 def _image(
-    block: dict[str, Any], index: int, session_id: str, capabilities: dict[str, bool], limit: int
-) -> tuple[dict[str, Any], dict[str, Any], Attachment]:
+    block: JsonObject, index: int, session_id: str, capabilities: PromptCapabilities, limit: int
+) -> tuple[ContentBlock, ImageAttachment, Attachment]:
     if not capabilities.get("image"):
         raise Invalid("This agent does not take images.", code="unsupported_content", block=index)
     mime, data = block.get("mimeType"), block.get("data")
-    if mime not in IMAGE_TYPES:
+    if not isinstance(mime, str) or mime not in IMAGE_TYPES:
         raise Invalid(f"content[{index}].mimeType must be one of {', '.join(IMAGE_TYPES)}.")
     if not isinstance(data, str):
         raise Invalid(f"content[{index}].data must be base64 text.")
@@ -84,7 +87,13 @@ def _image(
         raise Invalid(f"content[{index}] is not a {mime} image.", block=index)
     digest = hashlib.sha256(raw).hexdigest()
     url = f"/api/sessions/{session_id}/attachments/{digest}"
-    stored = {"type": "image", "mimeType": mime, "size": len(raw), "sha256": digest, "url": url}
+    stored: ImageAttachment = {
+        "type": "image",
+        "mimeType": mime,
+        "size": len(raw),
+        "sha256": digest,
+        "url": url,
+    }
     attachment = Attachment(
         session_id=session_id,
         sha256=digest,
@@ -96,7 +105,7 @@ def _image(
     return {"type": "image", "mimeType": mime, "data": data}, stored, attachment
 
 
-def _line_arg(block: dict[str, Any], name: str, index: int, minimum: int) -> int | None:
+def _line_arg(block: JsonObject, name: str, index: int, minimum: int) -> int | None:
     value = block.get(name)
     if value is None:
         return None
@@ -106,8 +115,8 @@ def _line_arg(block: dict[str, Any], name: str, index: int, minimum: int) -> int
 
 
 def _file(
-    block: dict[str, Any], index: int, root: Path, embed: bool, limit: int, session_id: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    block: JsonObject, index: int, root: Path, embed: bool, limit: int, session_id: str
+) -> tuple[ContentBlock, FileAttachment]:
     path = block.get("path")
     if not isinstance(path, str) or not path.strip() or "\x00" in path:
         raise Invalid(f"content[{index}].path must be a path in the workspace.")
@@ -138,7 +147,7 @@ def _file(
         if text is not None and ("\x00" in text or "\ufffd" in text):
             text = None  # binary: a link
     relative = str(real.relative_to(root))
-    stored = {
+    stored: FileAttachment = {
         "type": "file",
         "path": relative,
         "line": line,
@@ -152,18 +161,18 @@ def _file(
 
 
 def build_prompt(
-    content: list[Any],
+    content: list[JsonValue],
     *,
     session_id: str,
     root: Path,
-    capabilities: dict[str, bool],
+    capabilities: PromptCapabilities,
     max_image_bytes: int,
     max_embed_bytes: int,
 ) -> PromptContent:
     """Check every block (the first bad one refuses the whole prompt)."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[ContentBlock] = []
     texts: list[str] = []
-    stored_attachments: list[dict[str, Any]] = []
+    stored_attachments: list[ImageAttachment | FileAttachment] = []
     attachments: list[Attachment] = []
     embed = bool(capabilities.get("embeddedContext"))
     for index, block in enumerate(content):
@@ -184,13 +193,13 @@ def build_prompt(
             stored_attachments.append(stored)
             attachments.append(attachment)
         else:
-            acp, stored = _file(block, index, root, embed, max_embed_bytes, session_id)
+            acp, stored_file = _file(block, index, root, embed, max_embed_bytes, session_id)
             blocks.append(acp)
-            stored_attachments.append(stored)
+            stored_attachments.append(stored_file)
     text = "\n".join(texts)
     if not text.strip() and not stored_attachments:
         raise Invalid("The prompt is empty.")
-    user = {"type": "text", "text": text, "attachments": stored_attachments}
+    user: TextContent = {"type": "text", "text": text, "attachments": stored_attachments}
     return PromptContent(text, blocks, user, attachments)
 
 

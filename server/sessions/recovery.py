@@ -7,7 +7,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from agent_bridge.acp_types import PermissionOutcome
 from server import metrics
+from server.contents import PermissionContent, RunContent, as_json
 from server.sessions.status import status_draft
 from server.stream.writer import Draft
 from store import messages as message_store
@@ -31,38 +33,36 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
     async with hub.db.read() as db:
         runs = list(await run_store.runs_with_status(db, "running"))
         pending = list(await permission_store.pending_permissions(db))
+        elicitations = list(await message_store.pending_elicitations(db, None))
+    if only is None and hub.cluster.enabled:
+        everyone = (
+            {r.session_id for r in runs}
+            | {p.session_id for p in pending}
+            | {m.session_id for m in elicitations}
+        )
+        only = {sid for sid in everyone if await hub.cluster.owner_url(sid) is None}
     if only is not None:
         runs = [r for r in runs if r.session_id in only]
         pending = [p for p in pending if p.session_id in only]
-    elif hub.cluster.enabled:
-        owned = {
-            sid
-            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
-            if await hub.cluster.owner_url(sid) is not None
-        }
-        runs = [r for r in runs if r.session_id not in owned]
-        pending = [p for p in pending if p.session_id not in owned]
+        elicitations = [m for m in elicitations if m.session_id in only]
     async with hub.db.read() as db:
         sessions = {
             sid: await session_store.get_session(db, sid)
-            for sid in {r.session_id for r in runs} | {p.session_id for p in pending}
+            for sid in {r.session_id for r in runs}
+            | {p.session_id for p in pending}
+            | {m.session_id for m in elicitations}
         }
-        elicitations = [
-            message
-            for sid in sessions
-            for message in await message_store.pending_elicitations(db, sid)
-        ]
     for sid, record in sessions.items():
         if record is not None:
             hub.writer.open_session(sid, record.last_seq)
     for message in elicitations:  # the answer is only in their messages
-        content = {**message.content, "outcome": {"action": "cancel"}}
-        content["reason"] = "server_restarted"
-        draft = Draft("system", content, run_id=message.run_id)
+        cancelled = {**message.content, "outcome": {"action": "cancel"}}
+        cancelled["reason"] = "server_restarted"
+        draft = Draft("system", cancelled, run_id=message.run_id)
         hub.writer.submit(message.session_id, [draft], [])
     for permission in pending:
-        outcome = {"outcome": "cancelled"}
-        content = {
+        outcome: PermissionOutcome = {"outcome": "cancelled"}
+        content: PermissionContent = {
             "type": "permission",
             "requestId": permission.id,
             "toolCallId": permission.tool_call_id,
@@ -73,28 +73,23 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
         }
 
         async def decide(
-            db: Any, request_id: str = permission.id, outcome: dict[str, str] = outcome
+            db: Any, request_id: str = permission.id, outcome: PermissionOutcome = outcome
         ) -> None:
-            await permission_store.decide_permission(db, request_id, outcome, now)
+            await permission_store.decide_permission(db, request_id, as_json(outcome), now)
 
-        hub.writer.submit(
-            permission.session_id, [Draft("system", content, run_id=permission.run_id)], [decide]
-        )
+        draft = Draft("system", as_json(content), run_id=permission.run_id)
+        hub.writer.submit(permission.session_id, [draft], [decide])
     for run in runs:
         duration = int((now - run.created_at).total_seconds() * 1000)
+        ended: RunContent = {
+            "type": "run",
+            "runId": run.id,
+            "status": "interrupted",
+            "stopReason": None,
+            "durationMs": duration,
+        }
         drafts = [
-            Draft(
-                "system",
-                {
-                    "type": "run",
-                    "runId": run.id,
-                    "status": "interrupted",
-                    "stopReason": None,
-                    "durationMs": duration,
-                },
-                run_id=run.id,
-                step_number=run.step_count,
-            ),
+            Draft("system", as_json(ended), run_id=run.id, step_number=run.step_count),
             status_draft("active", "server_restarted", {"runId": run.id}),
         ]
 

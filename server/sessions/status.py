@@ -7,7 +7,9 @@ import logging
 from typing import Any
 
 from agent_bridge import AgentStartError
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
+from server.contents import StatusContent, as_json
 from server.sessions.errors import AgentStartFailed
 from server.sessions.services import Services
 from server.sessions.supervision import start_failure_detail
@@ -26,11 +28,15 @@ __all__ = [
 log = logging.getLogger("agent_sessions.hub")
 
 
-def status_draft(status: str, reason: str, detail: dict[str, Any] | None = None) -> Draft:
+def status_draft(status: str, reason: str, detail: JsonObject | None = None) -> Draft:
     """A session status change, as a message."""
-    return Draft(
-        "system", {"type": "status", "status": status, "reason": reason, "detail": detail or {}}
-    )
+    content: StatusContent = {
+        "type": "status",
+        "status": status,
+        "reason": reason,
+        "detail": detail or {},
+    }
+    return Draft("system", as_json(content))
 
 
 async def set_status(
@@ -38,7 +44,7 @@ async def set_status(
     session_id: str,
     status: str,
     reason: str,
-    detail: dict[str, Any] | None = None,
+    detail: JsonObject | None = None,
 ) -> None:
     """Store the status (the session has no running run any more) and its message."""
 
@@ -73,7 +79,7 @@ async def record_crash(
     """The agent exited on its own: the session becomes ``error`` (``agent_exited``, or
     ``agent_protocol_error`` when it broke the protocol)."""
     reason = "agent_protocol_error" if failure else "agent_exited"
-    detail: dict[str, Any] = {"exitCode": exit_code, "stderrTail": stderr_tail}
+    detail: JsonObject = {"exitCode": exit_code, "stderrTail": stderr_tail}
     if failure:
         detail["message"] = failure
     log.warning(

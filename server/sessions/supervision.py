@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 
 from agent_bridge import AgentStartError, OrphanSweeper, owner_marker, tracked_children
+from agent_bridge.jsontypes import JsonObject
 
 __all__ = [
     "KeyedLocks",
@@ -56,7 +56,7 @@ def start_error(exc: BaseException) -> AgentStartError | None:
     return None
 
 
-def start_failure_detail(exc: AgentStartError) -> dict[str, Any]:
+def start_failure_detail(exc: AgentStartError) -> JsonObject:
     """The ``details`` of a 502 agent_start_failed (and of the session's status message)."""
     return {
         "exitCode": exc.exit_code,

@@ -25,14 +25,31 @@ byte-identical output.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import orjson
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from store import Database, Message
 from store import messages as message_store
 
-__all__ = ["build_transcript", "render_preamble", "stored_preamble"]
+__all__ = ["ChatEntry", "ChatToolCall", "build_transcript", "render_preamble", "stored_preamble"]
+
+
+class ChatToolCall(TypedDict):
+    id: str  # the ACP toolCallId
+    name: str
+    arguments: str  # its rawInput, as a JSON string
+
+
+class ChatEntry(TypedDict):
+    """One entry of ``GET /api/sessions/{id}/transcript``."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    toolCalls: NotRequired[list[ChatToolCall]]
+    toolCallId: NotRequired[str]
+
 
 _ENDED = {
     "cancelled": "The previous turn was cancelled before it finished.",
@@ -42,15 +59,16 @@ _ENDED = {
 }
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 class _Builder:
     def __init__(self) -> None:
-        self.out: list[dict[str, Any]] = []
+        self.out: list[ChatEntry] = []
         self.chunks: list[str] = []  # agent text chunks no final message closed yet
-        self.tools: dict[str, dict[str, Any]] = {}  # toolCallId → last state, in call order
+        # toolCallId → its last stored tool content, in call order
+        self.tools: dict[str, JsonObject] = {}
 
     def user(self, text: str) -> None:
         self.close()
@@ -66,7 +84,7 @@ class _Builder:
         self.close_tools()
         self.out.append({"role": "assistant", "content": text})
 
-    def tool(self, content: dict[str, Any]) -> None:
+    def tool(self, content: JsonObject) -> None:
         self.close_chunks()
         self.tools[str(content.get("toolCallId"))] = content
 
@@ -74,7 +92,7 @@ class _Builder:
         self.close()
         self.out.append({"role": "system", "content": text})
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[ChatEntry]:
         self.close_chunks()
         self.close_tools()
         return self.out
@@ -87,7 +105,7 @@ class _Builder:
     def close_tools(self) -> None:
         if not self.tools:
             return
-        calls = [
+        calls: list[ChatToolCall] = [
             {
                 "id": call_id,
                 "name": str(state.get("tool") or "tool"),
@@ -106,13 +124,13 @@ class _Builder:
         self.tools.clear()
 
 
-def build_transcript(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def build_transcript(messages: Iterable[Message]) -> list[ChatEntry]:
     """Stored messages (``seq`` order) → ``[{role, content, toolCalls?, toolCallId?}]``."""
     builder = _Builder()
     for message in messages:
         if message.dropped:
             continue
-        content = message.content
+        content = message.content  # as stored: checked field by field
         kind = content.get("type")
         if kind == "text" and message.role == "user":
             builder.user(str(content.get("text", "")))
@@ -129,7 +147,7 @@ def build_transcript(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return builder.close()
 
 
-def render_preamble(transcript: list[dict[str, Any]]) -> str:
+def render_preamble(transcript: list[ChatEntry]) -> str:
     """The earlier conversation as plain text, prepended to the first prompt of a fresh
     agent (a fork, a rewind, a restart without ``session/load``)."""
     lines = [

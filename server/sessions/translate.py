@@ -7,12 +7,29 @@ being streamed and the merged state of each tool call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server.contents import (
+    Content,
+    ControlsContent,
+    TextContent,
+    ThoughtContent,
+    ToolContent,
+    UsageContent,
+    as_json,
+)
 from server.sessions.controls import CONTROL_UPDATES, ControlsState
+from server.shapes import ToolStatus
 
 __all__ = ["Output", "Translator", "block_text", "tool_status"]
 
+_TOOL_STATUSES: dict[str, ToolStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "error",
+    "cancelled": "cancelled",
+}
 _CHUNK_TYPES = {"agent_message_chunk": "text", "agent_thought_chunk": "thought"}
 _TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput")
 _TOOL_FIELD_TYPES: dict[str, type] = {
@@ -24,7 +41,7 @@ _TOOL_FIELD_TYPES: dict[str, type] = {
 }
 
 
-def block_text(block: Any) -> str:
+def block_text(block: JsonValue) -> str:
     """The text of a ContentBlock; a short marker for non-text blocks."""
     if not isinstance(block, dict):
         return ""
@@ -39,13 +56,9 @@ def block_text(block: Any) -> str:
     return f"[{kind}]"
 
 
-def tool_status(acp_status: str | None) -> str:
+def tool_status(acp_status: str | None) -> ToolStatus:
     """ACP ToolCallStatus → our status (``failed`` becomes ``error``)."""
-    if acp_status == "failed":
-        return "error"
-    if acp_status in ("pending", "in_progress", "completed", "cancelled"):
-        return acp_status
-    return "pending"
+    return _TOOL_STATUSES.get(acp_status or "", "pending")
 
 
 @dataclass
@@ -53,15 +66,20 @@ class Output:
     """One message to store (role + content), with the frame it came from."""
 
     role: str
-    content: dict[str, Any]
-    raw: dict[str, Any] | None = None
+    content: Content
+    raw: JsonObject | None = None
+
+    @property
+    def stored(self) -> JsonObject:
+        """The content as the writer takes it."""
+        return as_json(self.content)
 
 
 @dataclass
 class ToolState:
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: JsonObject = field(default_factory=dict)  # the agent's fields, type-checked
 
-    def merge(self, update: dict[str, Any]) -> None:
+    def merge(self, update: JsonObject) -> None:
         for name in _TOOL_FIELDS:
             value = update.get(name)
             # A field of the wrong type (a title that is an object) is as if absent: the
@@ -69,7 +87,7 @@ class ToolState:
             if value is not None and isinstance(value, _TOOL_FIELD_TYPES.get(name, object)):
                 self.fields[name] = value
 
-    def content(self, tool_call_id: str) -> dict[str, Any]:
+    def content(self, tool_call_id: str) -> ToolContent:
         f = self.fields
         result = f.get("rawOutput")
         if result is None and f.get("status") in ("completed", "failed"):
@@ -92,7 +110,7 @@ class Translator:
 
     def __init__(self) -> None:
         self._open_type: str | None = None
-        self._open_id: Any = None
+        self._open_id: JsonValue = None
         self._parts: list[str] = []
         self.tools: dict[str, ToolState] = {}
         self.last_text = ""
@@ -103,13 +121,13 @@ class Translator:
         if self._open_type is None:
             return []
         text = "".join(self._parts)
-        out = Output("agent", {"type": self._open_type, "text": text, "partial": False})
+        out = Output("agent", _streamed(self._open_type, text, partial=False))
         if self._open_type == "text":
             self.last_text = text
         self._open_type, self._open_id, self._parts = None, None, []
         return [out]
 
-    def translate(self, update: dict[str, Any], raw: dict[str, Any] | None) -> list[Output]:
+    def translate(self, update: JsonObject, raw: JsonObject | None) -> list[Output]:
         kind = update.get("sessionUpdate")
         chunk_type = _CHUNK_TYPES.get(str(kind))
         if chunk_type is not None:
@@ -124,7 +142,7 @@ class Translator:
         elif kind in CONTROL_UPDATES:
             change = self.controls.apply_update(update)
             if change is not None:  # an update that changes nothing is no message
-                content: dict[str, Any] = {
+                content: ControlsContent = {
                     "type": "controls",
                     "change": change,
                     "by": "agent",
@@ -132,13 +150,13 @@ class Translator:
                 }
                 out.append(Output("system", content, raw))
         elif kind == "usage_update":
-            content = {
+            usage: UsageContent = {
                 "type": "usage",
                 "used": update.get("used"),
                 "size": update.get("size"),
                 "cost": update.get("cost"),
             }
-            out.append(Output("system", content, raw))
+            out.append(Output("system", usage, raw))
         else:
             data = {k: v for k, v in update.items() if k != "sessionUpdate"}
             out.append(
@@ -146,12 +164,12 @@ class Translator:
             )
         return out
 
-    def merge_tool(self, call_id: str, update: dict[str, Any]) -> dict[str, Any]:
+    def merge_tool(self, call_id: str, update: JsonObject) -> ToolContent:
         state = self.tools.setdefault(call_id, ToolState())
         state.merge(update)
         return state.content(call_id)
 
-    def _chunk(self, kind: str, update: dict[str, Any], raw: dict[str, Any] | None) -> list[Output]:
+    def _chunk(self, kind: str, update: JsonObject, raw: JsonObject | None) -> list[Output]:
         out: list[Output] = []
         message_id = update.get("messageId")
         if self._open_type is not None and (
@@ -161,7 +179,7 @@ class Translator:
         text = block_text(update.get("content"))
         self._open_type, self._open_id = kind, message_id
         self._parts.append(text)
-        out.append(Output("agent", {"type": kind, "text": text, "partial": True}, raw))
+        out.append(Output("agent", _streamed(kind, text, partial=True), raw))
         return out
 
     def unfinished_tools(self) -> list[str]:
@@ -170,3 +188,10 @@ class Translator:
             for call_id, state in self.tools.items()
             if tool_status(state.fields.get("status")) in ("pending", "in_progress")
         ]
+
+
+def _streamed(kind: str, text: str, *, partial: bool) -> TextContent | ThoughtContent:
+    """A text or thought chunk (``partial``), or the whole message after its chunks."""
+    if kind == "thought":
+        return {"type": "thought", "text": text, "partial": partial}
+    return {"type": "text", "text": text, "partial": partial}

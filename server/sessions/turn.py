@@ -10,8 +10,11 @@ from typing import Any
 
 import anyio
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server.contents import Cost, ToolContent
 from store import utcnow
 from store.hot_writes import ToolCallInsert, ToolCallUpdate
+from store.runs import ToolCallValues
 
 __all__ = ["ToolBook", "Turn"]
 
@@ -53,7 +56,7 @@ class ToolBook:
         self._turn = turn
         self._calls: dict[str, _Call] = {}
         self._asked_early: set[str] = set()
-        self._dirty: dict[str, dict[str, Any]] = {}  # row id -> values its queued op will write
+        self._dirty: dict[str, ToolCallValues] = {}  # row id -> values its queued op will write
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -71,21 +74,21 @@ class ToolBook:
         if call is not None:
             call.stop_waiting(self._turn.clock())
 
-    def record(self, content: dict[str, Any], message_id: str) -> Any:
+    def record(self, content: ToolContent, message_id: str) -> Any:
         """Book a tool message; returns the op that writes its row (or None)."""
-        call_id = str(content.get("toolCallId"))
-        status = str(content.get("status"))
+        call_id = str(content["toolCallId"])
+        status = str(content["status"])
         now = self._turn.clock()
-        values: dict[str, Any] = {
+        values: ToolCallValues = {
             "message_id": message_id,
-            "tool_name": content.get("tool"),
-            "kind": content.get("kind"),
-            "input": content.get("args"),
-            "output": content.get("result"),
+            "tool_name": content["tool"],
+            "kind": content["kind"],
+            "input": content["args"],
+            "output": content["result"],
             "status": status,
         }
         call = self._calls.get(call_id)
-        insert_values: dict[str, Any] | None = None
+        insert_values: ToolCallValues | None = None
         if call is None:
             call = self._calls[call_id] = self._new_call(call_id, now)
             insert_values = {
@@ -112,17 +115,17 @@ class ToolBook:
             return ToolCallInsert({**insert_values, **values}, self._turn.run_id, call.step)
         return self._coalesced_update(call.row_id, values)
 
-    def _coalesced_update(self, row_id: str, values: dict[str, Any]) -> Any:
+    def _coalesced_update(self, row_id: str, values: ToolCallValues) -> Any:
         """Updates of one tool call merge until its op runs in the writer's transaction:
         one UPDATE per call per commit, carrying its latest state."""
         pending = self._dirty.get(row_id)
         if pending is not None:  # an op for this row is already queued: it will take these too
             pending.update(values)
             return None
-        self._dirty[row_id] = dict(values)
-        taken: dict[str, Any] = {}
+        self._dirty[row_id] = values.copy()
+        taken: ToolCallValues = {}
 
-        def take() -> dict[str, Any]:
+        def take() -> ToolCallValues:
             if not taken:  # the first attempt takes the merged values; a retry reuses them
                 taken.update(self._dirty.pop(row_id))
             return taken
@@ -154,9 +157,9 @@ class Turn:
     finished: bool = False  # the run's end is stored (or being stored)
     paused: bool = False
     final_status: str | None = None
-    usage: dict[str, Any] | None = None
-    _cost_first: dict[str, Any] | None = None
-    _cost_last: dict[str, Any] | None = None
+    usage: JsonObject | None = None  # the agent's last usage report, as it sent it
+    _cost_first: JsonObject | None = None  # its first cost with an amount ({amount, currency})
+    _cost_last: JsonObject | None = None
     tools: ToolBook = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,14 +173,14 @@ class Turn:
     def over_budget(self) -> bool:
         return len(self.tools) >= self.max_steps
 
-    def note_cost(self, cost: Any) -> None:
+    def note_cost(self, cost: JsonValue) -> None:
         amount = cost.get("amount") if isinstance(cost, dict) else None
         if isinstance(amount, int | float) and not isinstance(amount, bool):
             if self._cost_first is None:
                 self._cost_first = cost
             self._cost_last = cost
 
-    def cost(self) -> dict[str, Any] | None:
+    def cost(self) -> Cost | None:
         """The change of the agent's cumulative cost over this run."""
         if self._cost_last is None or self._cost_first is None:
             return None

@@ -11,7 +11,9 @@ from typing import Any
 import anyio
 
 from agent_bridge import AgentExited, ProtocolBroken, RpcError
+from agent_bridge.acp_types import ContentBlock
 from server import metrics
+from server.contents import RunContent, TextContent, as_json
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
 from server.sessions.prompt_content import PromptContent
@@ -59,7 +61,8 @@ class TurnRunner(LiveBase):
             cost_base=self.cost_seen,
             clock=self.services.clock,
         )
-        blocks: list[dict[str, Any]] = content.blocks if content else [text_block(text)]
+        blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
+        user: TextContent = content.stored if content else {"type": "text", "text": text}
         try:
             if self.needs_context:
                 preamble = await stored_preamble(self.services.db, self.id)
@@ -87,12 +90,7 @@ class TurnRunner(LiveBase):
                 )
 
             drafts = [
-                Draft(
-                    "user",
-                    content.stored if content else text_block(text),
-                    run_id=run_id,
-                    step_number=step_base,
-                ),
+                Draft("user", as_json(user), run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
             ops = [content.store, store_run] if content else [store_run]
@@ -115,16 +113,16 @@ class TurnRunner(LiveBase):
         stop_reason: str | None = None,
         duration_ms: int | None = None,
     ) -> Draft:
-        content = {
+        content: RunContent = {
             "type": "run",
             "runId": turn.run_id,
             "status": status,
             "stopReason": stop_reason,
             "durationMs": duration_ms,
         }
-        return Draft("system", content, run_id=turn.run_id, step_number=turn.step_number)
+        return Draft("system", as_json(content), run_id=turn.run_id, step_number=turn.step_number)
 
-    async def _run_turn(self, turn: Turn, blocks: list[dict[str, Any]]) -> None:
+    async def _run_turn(self, turn: Turn, blocks: list[ContentBlock]) -> None:
         status, stop_reason, error = "failed", None, None
         try:
             result = await self.client.prompt(blocks)
@@ -221,5 +219,5 @@ class TurnRunner(LiveBase):
                 self._stop_requested.set()
 
 
-def text_block(text: str) -> dict[str, Any]:
+def text_block(text: str) -> ContentBlock:
     return {"type": "text", "text": text}

@@ -16,7 +16,6 @@ __all__ = [
     "ack_frame",
     "error_frame",
     "iso",
-    "message_frame",
     "message_view",
     "replay_frame",
     "stored_frame",
@@ -61,12 +60,6 @@ def _message_row(message: Message) -> dict[str, Any]:
         "raw": message.raw,
         "dropped": message.dropped,
     }
-
-
-def message_frame(message: Message | dict[str, Any]) -> bytes:
-    """The ``message`` frame for one stored message (UTF-8 JSON text), encoded once for
-    every viewer."""
-    return orjson.dumps({"type": "message", "message": message_view(message)})
 
 
 def _frame(

@@ -9,6 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agent_bridge.jsontypes import JsonObject
 from server.sessions import errors as domain
 from server.web.jsonresp import JSONResponse
 
@@ -35,7 +36,7 @@ class ApiError(Exception):
         status: int,
         code: str,
         message: str,
-        details: dict[str, Any] | None = None,
+        details: JsonObject | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -89,7 +90,7 @@ def error_response(
     status: int,
     code: str,
     message: str,
-    details: dict[str, Any] | None = None,
+    details: JsonObject | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "details": details or {}}}

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.web.errors import ApiError
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "read_body",
     "read_json",
     "session_id_param",
-    "require_str",
     "resource",
     "uuid_param",
 ]
@@ -61,8 +61,8 @@ def session_id_param(request: Request) -> str:
     return uuid_param(request, "session_id")
 
 
-def _depth_ok(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _depth_ok(value: JsonValue, limit: int) -> bool:
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > limit:
@@ -87,9 +87,7 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return bytes(body)
 
 
-async def read_json(
-    request: Request, max_bytes: int, *, allow_empty: bool = False
-) -> dict[str, Any]:
+async def read_json(request: Request, max_bytes: int, *, allow_empty: bool = False) -> JsonObject:
     """The body as a JSON object; 413 past ``max_bytes`` (declared or not), 400 for a
     wrong content type or malformed JSON, 422 for a non-object."""
     body = await read_body(request, max_bytes)
@@ -108,21 +106,6 @@ async def read_json(
         raise ApiError(
             400, "invalid_json", f"The body is nested deeper than {MAX_JSON_DEPTH} levels."
         )
-    return value
-
-
-def require_str(
-    body: dict[str, Any], name: str, *, optional: bool = False, nonempty: bool = True
-) -> str | None:
-    value = body.get(name)
-    if value is None:
-        if optional:
-            return None
-        raise ApiError.validation(f"{name} is required.", field=name)
-    if not isinstance(value, str):
-        raise ApiError.validation(f"{name} must be a string.", field=name)
-    if nonempty and not value.strip():
-        raise ApiError.validation(f"{name} must not be empty.", field=name)
     return value
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import msgspec
 
+from agent_bridge.jsontypes import JsonObject
 from server import shapes
+from server.contents import as_json
 from server.sessions.controls import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
@@ -39,11 +41,11 @@ def repo_shape(repo: Repo) -> shapes.Repo:
     )
 
 
-def repo_view(repo: Repo) -> dict[str, Any]:
+def repo_view(repo: Repo) -> JsonObject:
     return msgspec.to_builtins(repo_shape(repo))  # type: ignore[no-any-return]
 
 
-def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
+def session_view(session: SessionRecord, repo: Repo) -> JsonObject:
     forked = (
         shapes.ForkedFrom(session.forked_from_session_id, session.forked_from_seq or 0)
         if session.forked_from_session_id
@@ -64,7 +66,7 @@ def session_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
         forked_from=forked,
         metadata=session.meta or {},
         workspace=workspace_shape(session, repo),
-        controls=session.controls or empty_controls(),
+        controls=session.controls or as_json(empty_controls()),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
@@ -80,11 +82,11 @@ def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
     )
 
 
-def workspace_view(session: SessionRecord, repo: Repo) -> dict[str, Any]:
+def workspace_view(session: SessionRecord, repo: Repo) -> JsonObject:
     return msgspec.to_builtins(workspace_shape(session, repo))  # type: ignore[no-any-return]
 
 
-def run_view(run: Run) -> dict[str, Any]:
+def run_view(run: Run) -> JsonObject:
     shape = shapes.Run(
         id=run.id,
         session_id=run.session_id,
@@ -107,7 +109,7 @@ def run_view(run: Run) -> dict[str, Any]:
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
 
-def tool_call_view(call: ToolCall) -> dict[str, Any]:
+def tool_call_view(call: ToolCall) -> JsonObject:
     shape = shapes.ToolCall(
         id=call.id,
         run_id=call.run_id,

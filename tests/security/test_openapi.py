@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from starlette.testclient import TestClient
 
+from server import shapes
 from server.web.openapi import CATALOGUE, document
 from tests.conftest import ROOT, LiveServer, make_git_repo
 from tests.security.support import WS, app_for, operations, route_app
@@ -229,3 +231,21 @@ def test_schemathesis_finds_nothing_new(
     entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", server.log())
     unexpected = [e for e in entries if "unhandled error" in e and "OverflowError" not in e]
     assert unexpected == [], unexpected[:3]
+
+
+def test_request_bodies_in_the_openapi_document_are_their_structs() -> None:
+    """The bodies the routes decode (server.web.bodies) are the ones the document shows."""
+    paths = document(route_app().routes)["paths"]
+    bodies = {
+        ("post", "/api/sessions/{sessionId}/commit"): shapes.CommitBody,
+        ("post", "/api/sessions/{sessionId}/merge"): shapes.MergeBody,
+        ("put", "/api/sessions/{sessionId}/mode"): shapes.ModeBody,
+        ("put", "/api/sessions/{sessionId}/config/{configId}"): shapes.ConfigBody,
+        ("post", "/api/sessions"): shapes.CreateSession,
+        ("post", "/api/agent-runs/{runId}/resume"): shapes.ResumeBody,
+    }
+    for (method, path), struct in bodies.items():
+        schema = paths[path][method]["requestBody"]["content"]["application/json"]["schema"]
+        assert list(schema["properties"]) == [
+            f.encode_name for f in msgspec.structs.fields(struct)
+        ], path

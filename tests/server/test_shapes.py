@@ -5,10 +5,11 @@ by hand on the hot path) has exactly the Message Struct's fields, in order."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import get_args, get_type_hints
 
 import msgspec
 
-from server import shapes
+from server import contents, shapes
 from server.stream.frames import message_view
 from server.web.openapi.schemas import SCHEMAS
 from server.web.views import run_view, session_view, tool_call_view
@@ -109,3 +110,13 @@ def test_the_request_bodies_are_the_structs() -> None:
         assert list(schema["properties"]) == wire_names(struct), operation
         required = [f.encode_name for f in msgspec.structs.fields(struct) if f.required]
         assert schema["required"] == required, operation
+
+
+def test_every_message_type_has_its_content_shape() -> None:
+    """server.contents has one TypedDict per API.md message type, tagged by ``type``."""
+    tags = {
+        literal
+        for shape in get_args(contents.Content)
+        for literal in get_args(get_type_hints(shape)["type"])
+    }
+    assert tags == set(shapes.MESSAGE_TYPES)

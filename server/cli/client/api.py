@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from server.cli.client.wire import JsonObject
+
 __all__ = ["Api", "CliError", "describe_refusal", "find_repo"]
 
 
@@ -19,7 +21,7 @@ class CliError(Exception):
 def describe_refusal(status: int, body: Any, headers: Any) -> str:
     """An error response in plain words."""
     found = body.get("error") if isinstance(body, dict) else None
-    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    error: JsonObject = found if isinstance(found, dict) else {}
     message = str(error.get("message") or f"HTTP {status}").rstrip(".")
     details = error.get("details")
     if status == 429:
@@ -98,7 +100,7 @@ class Api:
         return "ws://" + self.url.removeprefix("http://")
 
 
-def find_repo(api: Api, spec: str, *, register: bool) -> dict[str, Any]:
+def find_repo(api: Api, spec: str, *, register: bool) -> JsonObject:
     """A registered repository by id, name or path; registered first if ``register``."""
     repos = api.call("GET", "/api/repos")["repos"]
     try:  # a name the file system refuses (too long, say) is the server's to judge

@@ -20,6 +20,7 @@ from server.cli.client.api import Api, CliError
 from server.cli.client.controls import Attachments
 from server.cli.client.controls import run_command as control_command
 from server.cli.client.questions import ask_elicitation
+from server.cli.client.wire import JsonObject
 from server.cli.client.workspace import run_command
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -37,7 +38,7 @@ __all__ = ["Chat"]
 class Chat:
     """The interactive loop over one WebSocket (reconnecting after a 4008 with its cursor)."""
 
-    def __init__(self, api: Api, session: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> None:
+    def __init__(self, api: Api, session: JsonObject, stdin: IO[str], stdout: IO[str]) -> None:
         self.api = api
         self.session = session
         self.attachments = Attachments()  # /attach PATH: for the next prompt
@@ -47,7 +48,7 @@ class Chat:
         self.cursor = int(session["lastSeq"])
         self.ws: Any = None
         self.refs = itertools.count(1)
-        self.replies: dict[str, Any] = {}
+        self.replies: JsonObject = {}
         self.waiting: set[str] = set()
         self.reply_ready = anyio.Event()
         self.run_id: str | None = None  # our running turn
@@ -199,7 +200,7 @@ class Chat:
             await done.wait()
             self.run_id = self.turn_done = None
 
-    async def request(self, command: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, command: JsonObject) -> JsonObject:
         """Send a command and wait for its ack or error."""
         ref = f"c{next(self.refs)}"
         self.waiting.add(ref)
@@ -210,11 +211,11 @@ class Chat:
         self.waiting.discard(ref)
         return dict(self.replies.pop(ref))
 
-    async def send(self, command: dict[str, Any]) -> None:
+    async def send(self, command: JsonObject) -> None:
         """Send a command without waiting; a refusal is shown when it comes."""
         await self.ws.send(json.dumps({**command, "id": f"n{next(self.refs)}"}))
 
-    async def on_frame(self, frame: dict[str, Any]) -> None:
+    async def on_frame(self, frame: JsonObject) -> None:
         kind = frame.get("type")
         if kind in ("ack", "error"):
             ref = str(frame.get("ref"))
@@ -230,7 +231,7 @@ class Chat:
             self.cursor = message["seq"]
             await self.on_message(message)
 
-    async def on_message(self, message: dict[str, Any]) -> None:
+    async def on_message(self, message: JsonObject) -> None:
         content = message["content"]
         kind = content.get("type")
         if kind == "text" and message["role"] == "agent":
@@ -261,7 +262,7 @@ class Chat:
         elif kind == "status":
             self.on_status(content)
 
-    def show_plan(self, steps: list[dict[str, Any]]) -> None:
+    def show_plan(self, steps: list[JsonObject]) -> None:
         text = " | ".join(
             f"{PLAN_MARKS.get(s.get('status', ''), '[ ]')} {s.get('content', '')}" for s in steps
         )
@@ -269,7 +270,7 @@ class Chat:
             self.plan = text
             self.line(f"  plan: {text}")
 
-    def show_tool(self, content: dict[str, Any]) -> None:
+    def show_tool(self, content: JsonObject) -> None:
         call_id, status = str(content.get("toolCallId")), str(content.get("status"))
         if self.tools.get(call_id) == status or status == "in_progress":
             return
@@ -282,7 +283,7 @@ class Chat:
             f"  {TOOL_MARKS.get(status, '->')} tool {name} ({content.get('kind')}) {status}{extra}"
         )
 
-    async def on_permission(self, content: dict[str, Any]) -> None:
+    async def on_permission(self, content: JsonObject) -> None:
         options = content.get("options") or []
         if content.get("outcome") is not None:
             outcome = content["outcome"]
@@ -322,7 +323,7 @@ class Chat:
             }
         )
 
-    async def on_elicitation(self, content: dict[str, Any]) -> None:
+    async def on_elicitation(self, content: JsonObject) -> None:
         outcome = content.get("outcome")
         if outcome is not None:
             self.line(f"  question answered: {outcome.get('action')}")
@@ -331,7 +332,7 @@ class Chat:
         else:
             await self.send(await ask_elicitation(content, self.read_line, self.line))
 
-    def on_run(self, content: dict[str, Any]) -> None:
+    def on_run(self, content: JsonObject) -> None:
         status = content.get("status")
         if status == "running":
             self.tools.clear()
@@ -346,7 +347,7 @@ class Chat:
         if run_id == self.run_id and self.turn_done is not None:
             self.turn_done.set()
 
-    def on_status(self, content: dict[str, Any]) -> None:
+    def on_status(self, content: JsonObject) -> None:
         status, reason = content.get("status"), content.get("reason")
         if reason == "rewind":
             detail = content.get("detail") or {}
@@ -362,7 +363,7 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _pick(options: list[dict[str, Any]], answer: str) -> dict[str, Any] | None:
+def _pick(options: list[JsonObject], answer: str) -> JsonObject | None:
     if answer.isdigit() and 1 <= int(answer) <= len(options):
         return options[int(answer) - 1]
     return next((o for o in options if answer in (o.get("optionId"), o.get("name"))), None)

@@ -11,13 +11,14 @@ from typing import Any
 import anyio
 
 from server.cli.client.api import Api, CliError
+from server.cli.client.wire import JsonObject
 
 __all__ = ["COMMANDS", "Attachments", "run_command"]
 
 COMMANDS = ("/mode", "/config")
 
 
-def _modes(controls: dict[str, Any]) -> str:
+def _modes(controls: JsonObject) -> str:
     modes = controls.get("modes")
     if not modes or not modes.get("available"):
         return "this agent offers no modes"
@@ -32,7 +33,7 @@ def _modes(controls: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _options(controls: dict[str, Any]) -> str:
+def _options(controls: JsonObject) -> str:
     if not controls.get("config"):
         return "this agent offers no config options"
     lines = ["config options (/config ID VALUE to set):"]
@@ -89,7 +90,7 @@ class Attachments:
     bytes; any other path is a file of the session's workspace (checked by the server)."""
 
     def __init__(self) -> None:
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[JsonObject] = []
 
     def command(self, text: str) -> str | None:
         name, _, rest = text.strip().partition(" ")
@@ -106,7 +107,7 @@ class Attachments:
             self.pending.append({"type": "file", "path": path})
         return f"attached {path} to the next prompt ({len(self.pending)} pending)"
 
-    def take(self) -> dict[str, Any]:
+    def take(self) -> JsonObject:
         """The prompt's ``content`` (nothing when none is pending); clears the list."""
         pending, self.pending = self.pending, []
         return {"content": pending} if pending else {}

@@ -24,6 +24,7 @@ import anyio
 from server.cli.client import usage
 from server.cli.client.api import Api, CliError, find_repo
 from server.cli.client.chat import Chat
+from server.cli.client.wire import JsonObject
 
 __all__ = ["CliError", "add_commands"]
 
@@ -38,7 +39,7 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace, api: Api) -> None:
-    params: dict[str, Any] = {"limit": args.limit}
+    params: JsonObject = {"limit": args.limit}
     if args.status:
         params["status"] = args.status
     if args.repo:
@@ -99,11 +100,11 @@ def _last_prompt_point(api: Api, session_id: str) -> int:
     return int(last) - 1
 
 
-def open_chat_session(args: argparse.Namespace, api: Api) -> dict[str, Any]:
+def open_chat_session(args: argparse.Namespace, api: Api) -> JsonObject:
     """Create, fetch, fork or rewind the session ``chat`` talks to."""
     if args.repo:
         repo = find_repo(api, args.repo, register=True)
-        body: dict[str, Any] = {"repoId": repo["id"]}
+        body: JsonObject = {"repoId": repo["id"]}
         if args.agent:
             body["agentId"] = args.agent
         if args.title:
@@ -111,7 +112,7 @@ def open_chat_session(args: argparse.Namespace, api: Api) -> dict[str, Any]:
         if args.worktree:
             body["isolation"] = "worktree"
         print(f"starting an agent on {repo['name']} ...", file=sys.stderr)
-        session: dict[str, Any] = api.call("POST", "/api/sessions", json=body)
+        session: JsonObject = api.call("POST", "/api/sessions", json=body)
         branch = session.get("workspace", {}).get("branch")
         where = f" in its own worktree on branch {branch}" if branch else ""
         print(f"created session {session['id']}{where}", file=sys.stderr)

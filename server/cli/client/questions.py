@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from server.cli.client.wire import JsonObject
+
 __all__ = ["ask_elicitation"]
 
 Ask = Callable[[str], Awaitable[str | None]]
@@ -15,9 +17,9 @@ Say = Callable[[str], None]
 _ACTIONS = {"!decline": "decline", "!cancel": "cancel"}
 
 
-async def ask_elicitation(content: dict[str, Any], ask: Ask, say: Say) -> dict[str, Any]:
+async def ask_elicitation(content: JsonObject, ask: Ask, say: Say) -> JsonObject:
     """The ``elicitation`` command that answers ``content`` (``cancel`` at end of input)."""
-    command: dict[str, Any] = {"type": "elicitation", "requestId": content["requestId"]}
+    command: JsonObject = {"type": "elicitation", "requestId": content["requestId"]}
     say(f"? the agent asks: {content.get('message') or 'some input'}")
     if content.get("mode") == "url":
         say(f"  open {content.get('url')}")
@@ -26,7 +28,7 @@ async def ask_elicitation(content: dict[str, Any], ask: Ask, say: Say) -> dict[s
     schema = content.get("requestedSchema") or {}
     properties = schema.get("properties") if isinstance(schema, dict) else None
     required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     for name, prop in (properties or {}).items():
         prop = prop if isinstance(prop, dict) else {}
         while True:
@@ -48,7 +50,7 @@ def _action(answer: str | None) -> str:
     return _ACTIONS.get(answer.strip(), "accept")
 
 
-def _prompt(name: str, prop: dict[str, Any], required: bool) -> str:
+def _prompt(name: str, prop: JsonObject, required: bool) -> str:
     label = str(prop.get("title") or name)
     choices = prop.get("enum")
     if isinstance(choices, list):
@@ -61,7 +63,7 @@ def _prompt(name: str, prop: dict[str, Any], required: bool) -> str:
     return f"  {label}{' *' if required else ''}: "
 
 
-def _value(answer: str, prop: dict[str, Any], required: bool) -> tuple[Any, str | None]:
+def _value(answer: str, prop: JsonObject, required: bool) -> tuple[Any, str | None]:
     """The typed value of one answer, or why it is not one."""
     if not answer:
         if "default" in prop:

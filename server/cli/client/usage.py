@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from server.cli.client.api import Api, find_repo
+from server.cli.client.wire import JsonObject
 
 __all__ = ["add_command", "cmd_usage", "parse_since", "usage_rows"]
 
@@ -42,17 +43,18 @@ def _seconds(ms: float | None) -> str:
     return f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms / 60_000:.1f}m"
 
 
-def _cost(cost: list[dict[str, Any]]) -> str:
+def _cost(cost: list[JsonObject]) -> str:
     return " + ".join(f"{c['amount']:.4f} {c['currency']}" for c in cost) or "-"
 
 
-def usage_rows(buckets: list[dict[str, Any]], names: dict[str, str]) -> list[list[str]]:
+def usage_rows(buckets: list[JsonObject], names: dict[str, str]) -> list[list[str]]:
     rows = [list(HEADER)]
     for b in buckets:
         status = b["byStatus"]
+        key: str = b["key"]
         rows.append(
             [
-                names.get(b["key"], b["key"]),
+                names.get(key, key),
                 str(b["runs"]),
                 str(status.get("completed", 0)),
                 str(status.get("failed", 0) + status.get("interrupted", 0)),
@@ -71,7 +73,7 @@ def usage_rows(buckets: list[dict[str, Any]], names: dict[str, str]) -> list[lis
 
 
 def cmd_usage(args: argparse.Namespace, api: Api, table: Callable[[list[list[str]]], str]) -> None:
-    params: dict[str, Any] = {"groupBy": args.by, "from": args.since, "tz": args.tz}
+    params: JsonObject = {"groupBy": args.by, "from": args.since, "tz": args.tz}
     if args.repo:
         params["repoId"] = find_repo(api, args.repo, register=False)["id"]
     if args.agent:

@@ -4,11 +4,10 @@ agent: ``/diff`` (the session's changes: files, then the patch), ``/commit MSG``
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 
 from server.cli.client.api import Api, CliError
+from server.cli.client.wire import JsonObject
 
 __all__ = ["COMMANDS", "run_command"]
 
@@ -16,7 +15,7 @@ COMMANDS = ("/diff", "/commit", "/merge")
 _MARKS = {"added": "A", "modified": "M", "deleted": "D", "renamed": "R"}
 
 
-def _files(files: list[dict[str, Any]]) -> list[str]:
+def _files(files: list[JsonObject]) -> list[str]:
     lines = []
     for f in files:
         name = f"{f['oldPath']} -> {f['path']}" if f.get("oldPath") else f["path"]

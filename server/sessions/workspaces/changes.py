@@ -30,6 +30,26 @@ class Changes(TypedDict):
     truncated: bool
 
 
+class SessionChanges(Changes):
+    """``GET /api/sessions/{id}/changes``."""
+
+    baseCommit: str | None
+
+
+class Committed(TypedDict):
+    """``POST /api/sessions/{id}/commit``."""
+
+    commit: str
+    files: list[FileChange]
+
+
+class Merged(TypedDict):
+    """``POST /api/sessions/{id}/merge``."""
+
+    commit: str | None  # MergeOutcome.commit: set whenever the merge went through
+    into: str
+
+
 def parse_name_status(raw: bytes) -> list[tuple[str, str, str | None]]:
     """``--name-status -z`` → [(status, path, old path)]."""
     parts = raw.decode("utf-8", "surrogateescape").split("\0")

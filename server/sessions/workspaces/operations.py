@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.workspaces import checkpoints, merge, worktrees
-from server.sessions.workspaces.changes import Changes, diff_trees
+from server.sessions.workspaces.changes import (
+    Changes,
+    Committed,
+    Merged,
+    SessionChanges,
+    diff_trees,
+)
 from server.sessions.workspaces.service import (
     author,
     in_thread,
@@ -75,7 +81,7 @@ def _changes(
     return diff_trees(repo, start, end or _now(record, repo), limit)
 
 
-async def changes(hub: Hub, session_id: str, run_id: str | None) -> dict[str, Any]:
+async def changes(hub: Hub, session_id: str, run_id: str | None) -> SessionChanges:
     record, repo = await _record_and_repo(hub, session_id)
     async with hub.db.read() as db:
         runs = await workspace_store.run_ids(db, session_id)
@@ -95,7 +101,7 @@ def _require_worktree(record: SessionRecord) -> None:
         )
 
 
-async def commit(hub: Hub, session_id: str, message: str) -> dict[str, Any]:
+async def commit(hub: Hub, session_id: str, message: str) -> Committed:
     record, repo = await _record_and_repo(hub, session_id)
     _require_worktree(record)
     if turn_running(hub, session_id):
@@ -118,7 +124,7 @@ async def commit(hub: Hub, session_id: str, message: str) -> dict[str, Any]:
 
 async def merge_session(
     hub: Hub, session_id: str, into: str | None, strategy: str, message: str | None
-) -> dict[str, Any]:
+) -> Merged:
     record, repo = await _record_and_repo(hub, session_id)
     _require_worktree(record)
     assert record.branch is not None

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import anyio
 
@@ -91,6 +91,16 @@ def turn_running(hub: Hub, session_id: str) -> bool:
     return live is not None and live.turn is not None
 
 
+class WorkspaceColumns(TypedDict):
+    """A session record's workspace columns."""
+
+    isolation: str
+    workspace_path: str | None
+    branch: str | None
+    base_ref: str | None
+    base_commit: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What a new session's workspace will be; ``columns(id)`` fills its record."""
@@ -100,7 +110,7 @@ class Plan:
     base_ref: str | None
     base_commit: str | None
 
-    def columns(self, session_id: str) -> dict[str, Any]:
+    def columns(self, session_id: str) -> WorkspaceColumns:
         worktree = self.isolation == "worktree"
         return {
             "isolation": self.isolation,
@@ -179,7 +189,7 @@ def session_root(settings: Settings, record: SessionRecord, repo_root: Path) -> 
     return path.resolve()
 
 
-async def apply(hub: Hub, record: SessionRecord, columns: dict[str, Any]) -> None:
+async def apply(hub: Hub, record: SessionRecord, columns: WorkspaceColumns) -> None:
     """Store a just-admitted session's workspace columns (and set them on ``record``)."""
     async with hub.db.write() as db, db.begin():
         await session_store.update_session(db, record.id, **columns)
@@ -269,7 +279,7 @@ async def restore_for_rewind(hub: Hub, record: SessionRecord, seq: int) -> bool:
 # -- fork --------------------------------------------------------------------------------
 
 
-def fork_plan(hub: Hub, source: SessionRecord) -> Callable[[str], dict[str, Any]]:
+def fork_plan(hub: Hub, source: SessionRecord) -> Callable[[str], WorkspaceColumns]:
     """The fork's workspace columns: its own worktree when the source has one."""
     plan = Plan(hub.settings.workspace_root, source.isolation, source.base_ref, source.base_commit)
     return plan.columns

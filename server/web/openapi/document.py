@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -49,10 +48,10 @@ def served(routes: Iterable[BaseRoute]) -> set[tuple[str, str]]:
     return found
 
 
-def document(routes: Iterable[BaseRoute]) -> dict[str, Any]:
+def document(routes: Iterable[BaseRoute]) -> Schema:
     """The OpenAPI document for the operations among ``routes``."""
     here = served(routes)
-    paths: dict[str, dict[str, Any]] = {}
+    paths: dict[str, Schema] = {}
     for (method, path), operation in CATALOGUE.items():
         if (method, shape(path)) in here:
             paths.setdefault(path, {})[method.lower()] = operation

@@ -18,7 +18,7 @@ from server.web.openapi.parts import (
     query,
     request_body,
 )
-from server.web.openapi.schemas import NONBLANK, UUID, closed, nullable, obj, ref
+from server.web.openapi.schemas import UUID, Schema, closed, nullable, obj, ref
 
 __all__ = ["control_paths"]
 
@@ -26,7 +26,7 @@ _VALUE = {"anyOf": [{"type": "string"}, {"type": "boolean"}]}
 
 
 def control_paths(
-    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
+    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Schema]
 ) -> dict[tuple[str, str], Any]:
     text = {"type": "string"}
     maybe_text = nullable(text)
@@ -92,7 +92,7 @@ def control_paths(
         "Switch the agent's mode (ACP session/set_mode; also during a turn)",
         {200: controls},
         params=[SESSION],
-        body=request_body(obj(["modeId"], modeId=NONBLANK)),
+        body=request_body(body_schema(shapes.ModeBody)),
         errors=[409, 502, 503],
     )
     added[("PUT", "/api/sessions/{sessionId}/config/{configId}")] = op(
@@ -105,7 +105,7 @@ def control_paths(
                 "schema": {"type": "string", "minLength": 1},
             },
         ],
-        body=request_body(obj(["value"], value=_VALUE)),
+        body=request_body(body_schema(shapes.ConfigBody)),
         errors=[409, 502, 503],
     )
     added[("POST", "/api/sessions/{sessionId}/elicitations/{requestId}")] = op(

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from server.web.openapi.parts import json_response, op
-from server.web.openapi.schemas import closed, ref
+from server.web.openapi.schemas import Schema, closed, ref
 
 __all__ = ["mcp_paths"]
 
 
 def mcp_paths(
-    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
+    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Schema]
 ) -> dict[tuple[str, str], Any]:
     names = {"type": "array", "items": {"type": "string"}}
     agent = schemas["Agent"]

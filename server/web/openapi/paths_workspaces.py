@@ -7,16 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.web.openapi.parts import SESSION, json_response, op, optional, query, request_body
-from server.web.openapi.schemas import NONBLANK, UUID, closed, nullable, obj, ref
+from server import shapes
+from server.web.openapi.parts import (
+    SESSION,
+    body_schema,
+    json_response,
+    op,
+    optional,
+    query,
+    request_body,
+)
+from server.web.openapi.schemas import UUID, Schema, closed, nullable, ref
 
 __all__ = ["workspace_paths"]
 
 
 def workspace_paths(
-    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Any]
+    catalogue: dict[tuple[str, str], Any], schemas: dict[str, Schema]
 ) -> dict[tuple[str, str], Any]:
-    nonblank = NONBLANK
     file_change = closed(
         ["path", "oldPath", "status", "additions", "deletions", "binary"],
         path={"type": "string"},
@@ -67,7 +75,7 @@ def workspace_paths(
             )
         },
         params=session_param,
-        body=request_body(obj(["message"], message=nonblank)),
+        body=request_body(body_schema(shapes.CommitBody)),
         errors=[409, 503],
     )
     added[("POST", "/api/sessions/{sessionId}/merge")] = op(
@@ -79,14 +87,7 @@ def workspace_paths(
             )
         },
         params=session_param,
-        body=request_body(
-            obj(
-                into=nullable(nonblank),
-                strategy=nullable({"enum": ["merge", "squash"]}),
-                message=nullable(nonblank),
-            ),
-            required=False,
-        ),
+        body=request_body(body_schema(shapes.MergeBody), required=False),
         errors=[409, 503],
     )
     added[("DELETE", "/api/sessions/{sessionId}/worktree")] = op(

@@ -4,10 +4,10 @@ enums and small builders they are made of."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
+from agent_bridge.jsontypes import JsonObject
 from server import shapes
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "ref",
 ]
 
-Schema = dict[str, Any]
+Schema = JsonObject  # a JSON Schema (or OpenAPI) object: JSON of any shape we compose
 
 VERSION = "0.1.0"
 INT64_MAX = 2**63 - 1

@@ -3,24 +3,25 @@ answer the agent's elicitations."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server import shapes
+from server.contents import ControlsView
 from server.sessions import agent_controls
 from server.sessions.controls import ControlsState, empty_controls
-from server.sessions.elicitation_gate import ACTIONS
 from server.sessions.hub import Hub
+from server.web.bodies import Check, decode, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import check_uuid, read_json, require_str, session_id_param, uuid_param
+from server.web.requests import check_uuid, session_id_param, uuid_param
 from server.web.state import app_state
 
 __all__ = [
+    "check_config",
     "controls_command",
-    "create_choices",
     "elicitation_command",
     "routes",
     "set_config",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-async def controls_of(hub: Hub, session_id: str) -> dict[str, Any]:
+async def controls_of(hub: Hub, session_id: str) -> ControlsView:
     record = await hub.get_record(session_id)
     live = hub.live.get(session_id)
     if live is not None and not live.stopping:
@@ -36,45 +37,39 @@ async def controls_of(hub: Hub, session_id: str) -> dict[str, Any]:
     return ControlsState(record.controls).view() if record.controls else empty_controls()
 
 
-async def set_mode(hub: Hub, session_id: str, mode_id: str) -> dict[str, Any]:
+async def set_mode(hub: Hub, session_id: str, mode_id: str) -> ControlsView:
     live = await hub.active_live(session_id)
     return await agent_controls.set_mode(live, mode_id)
 
 
-async def set_config(hub: Hub, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
+async def set_config(hub: Hub, session_id: str, config_id: str, value: JsonValue) -> ControlsView:
     live = await hub.active_live(session_id)
     return await agent_controls.set_config(live, config_id, value)
 
 
-def check_value(value: Any) -> Any:
+def check_value(value: JsonValue) -> str | bool:
     if not isinstance(value, str | bool):
         raise ApiError.validation("value must be a string (or true/false).", field="value")
     return value
 
 
-async def controls_command(hub: Hub, session_id: str, command: dict[str, Any]) -> None:
+async def controls_command(hub: Hub, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``set_mode`` / ``set_config`` commands."""
     if command.get("type") == "set_mode":
-        mode_id = require_str(command, "modeId")
-        assert mode_id is not None
-        await set_mode(hub, session_id, mode_id)
+        mode = decode(command, shapes.ModeBody)
+        await set_mode(hub, session_id, mode.mode_id)
         return
-    config_id = require_str(command, "configId")
-    assert config_id is not None
-    if "value" not in command:
-        raise ApiError.validation("value is required.", field="value")
-    await set_config(hub, session_id, config_id, check_value(command["value"]))
+    config = decode(command, shapes.SetConfigCommand)
+    await set_config(hub, session_id, config.config_id, config.value)
 
 
-def create_choices(body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """``modeId`` and ``config`` of a create request, checked for shape."""
-    mode_id = require_str(body, "modeId", optional=True)
-    config = body.get("config")
+def check_config(config: JsonValue) -> dict[str, str | bool] | None:
+    """``config`` of a create request: configId → a string or true/false."""
     if config is None:
-        return mode_id, {}
+        return None
     if not isinstance(config, dict):
         raise ApiError.validation("config must be an object of configId → value.", field="config")
-    return mode_id, {str(k): check_value(v) for k, v in config.items()}
+    return {str(k): check_value(v) for k, v in config.items()}
 
 
 async def get_controls(request: Request) -> Response:
@@ -86,49 +81,38 @@ async def put_mode(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
-    body = await read_json(request, state.settings.max_body_bytes)
-    mode_id = require_str(body, "modeId")
-    assert mode_id is not None
-    return JSONResponse(await set_mode(state.hub, session_id, mode_id))
+    body = await read_struct(request, shapes.ModeBody, state.settings.max_body_bytes)
+    return JSONResponse(await set_mode(state.hub, session_id, body.mode_id))
 
 
 async def put_config(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
-    body = await read_json(request, state.settings.max_body_bytes)
-    if "value" not in body:
-        raise ApiError.validation("value is required.", field="value")
+    body = await read_struct(request, shapes.ConfigBody, state.settings.max_body_bytes)
     config_id = request.path_params["config_id"]
-    return JSONResponse(
-        await set_config(state.hub, session_id, config_id, check_value(body["value"]))
-    )
+    return JSONResponse(await set_config(state.hub, session_id, config_id, body.value))
 
 
-def elicitation_answer(body: dict[str, Any]) -> tuple[str, Any]:
-    """``action`` and ``content`` of an answer, checked for shape (the content against
-    the requested schema is the session's to check)."""
-    action = require_str(body, "action")
-    if action not in ACTIONS:
-        raise ApiError.validation("action must be one of accept, decline, cancel.", field="action")
-    return action, body.get("content")
+# The content is the session's to check (against the requested schema), as it came.
+_CONTENT_AS_SENT: dict[str, Check] = {"content": lambda content: content}
 
 
-async def elicitation_command(hub: Hub, session_id: str, command: dict[str, Any]) -> None:
+async def elicitation_command(hub: Hub, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``elicitation`` command."""
-    request_id = require_str(command, "requestId")
-    assert request_id is not None
-    action, content = elicitation_answer(command)
-    await hub.answer_elicitation(session_id, check_uuid(request_id, "requestId"), action, content)
+    answer = decode(command, shapes.ElicitationCommand, _CONTENT_AS_SENT)
+    request_id = check_uuid(answer.request_id, "requestId")
+    await hub.answer_elicitation(session_id, request_id, answer.action, answer.content)
 
 
 async def answer_elicitation(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     request_id = uuid_param(request, "request_id")
-    body = await read_json(request, state.settings.max_body_bytes)
-    action, content = elicitation_answer(body)
-    outcome = await state.hub.answer_elicitation(session_id, request_id, action, content)
+    body = await read_struct(
+        request, shapes.ElicitationAnswer, state.settings.max_body_bytes, checks=_CONTENT_AS_SENT
+    )
+    outcome = await state.hub.answer_elicitation(session_id, request_id, body.action, body.content)
     return JSONResponse({"requestId": request_id, "outcome": outcome})
 
 

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonValue
+from server import shapes
 from server.sessions import archive, history
+from server.web.bodies import Check, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
     check_uuid,
     query_int,
     read_body,
-    read_json,
-    require_str,
     uuid_param,
 )
 from server.web.routes.sessions import session_json
@@ -28,8 +29,13 @@ NDJSON = "application/x-ndjson"
 IMPORT_TYPES = (NDJSON, "application/ndjson", "application/jsonl", "application/json")
 
 
-def _seq_field(body: dict[str, Any], name: str, *, required: bool) -> int | None:
-    value = body.get(name)
+def _seq(name: str, *, required: bool) -> Check:
+    """A seq field: its range is checked against the session (``history``), with the
+    session's last seq in the refusal."""
+    return partial(_seq_field, name=name, required=required)
+
+
+def _seq_field(value: JsonValue, *, name: str, required: bool) -> int | None:
     if value is None:
         if required:
             raise ApiError.validation(f"{name} is required.", field=name)
@@ -51,10 +57,14 @@ async def fork(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
     await state.hub.get_record(session_id)
-    body = await read_json(request, state.settings.max_body_bytes, allow_empty=True)
-    upto = _seq_field(body, "uptoSeq", required=False)
-    title = require_str(body, "title", optional=True, nonempty=False)
-    record = await history.fork_session(state.hub, session_id, upto, title)
+    body = await read_struct(
+        request,
+        shapes.ForkBody,
+        state.settings.max_body_bytes,
+        allow_empty=True,
+        checks={"uptoSeq": _seq("uptoSeq", required=False)},
+    )
+    record = await history.fork_session(state.hub, session_id, body.upto_seq, body.title)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 
@@ -62,14 +72,15 @@ async def rewind(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
     await state.hub.get_record(session_id)
-    body = await read_json(request, state.settings.max_body_bytes)
-    to_seq = _seq_field(body, "toSeq", required=True)
-    assert to_seq is not None
-    restore = body.get("restoreFiles", False)
-    if not isinstance(restore, bool):
-        raise ApiError.validation("restoreFiles must be true or false.", field="restoreFiles")
+    body = await read_struct(
+        request,
+        shapes.RewindBody,
+        state.settings.max_body_bytes,
+        checks={"toSeq": _seq("toSeq", required=True)},
+    )
+    restore = body.restore_files is True
     record, _dropped = await history.rewind_session(
-        state.hub, session_id, to_seq, restore_files=restore
+        state.hub, session_id, body.to_seq, restore_files=restore
     )
     return JSONResponse(await session_json(state, record))
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server import shapes
 from server.sessions.file_index import INDEX
 from server.sessions.prompt_content import build_prompt, get_attachment
 from server.sessions.workspaces.service import session_root
+from server.web.bodies import Check, decode
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import query_int, session_id_param
@@ -27,30 +29,48 @@ __all__ = ["routes", "submit_prompt"]
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _text(body: dict[str, Any], limit: int, *, required: bool) -> str | None:
-    text = body.get("text")
-    if text is None and not required:
+def _content(value: JsonValue) -> list[JsonValue] | None:
+    """The blocks, checked one by one later (``build_prompt``)."""
+    if value is None:
         return None
-    if not isinstance(text, str):
+    if not isinstance(value, list) or not value:
+        raise ApiError.validation("content must be a non-empty list of blocks.", field="content")
+    return value
+
+
+def _text(value: JsonValue, limit: int, *, alone: bool) -> str | None:
+    """The text (required, and not blank, when there is no ``content``); 413 past the
+    prompt limit."""
+    if value is None and not alone:
+        return None
+    if not isinstance(value, str):
         raise ApiError.validation("text must be a string.", field="text")
-    if len(text.encode()) > limit:
+    if len(value.encode()) > limit:
         raise ApiError.too_large("prompt", limit)
-    return text
+    if alone and not value.strip():
+        raise ApiError.validation("text must not be empty.", field="text")
+    return value
 
 
-async def submit_prompt(state: AppState, session_id: str, body: dict[str, Any]) -> str:
+def read_prompt(body: JsonObject, limit: int) -> shapes.PromptBody:
+    """A prompt body (REST) or command (WebSocket): content first, then text."""
+    alone = body.get("content") is None
+    checks: dict[str, Check] = {
+        "content": _content,
+        "text": partial(_text, limit=limit, alone=alone),
+    }
+    return decode(body, shapes.PromptBody, checks)
+
+
+async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> str:
     """Check the prompt (``text`` and/or ``content``), start the turn; the run id."""
     settings = state.settings
-    content = body.get("content")
+    prompt = read_prompt(body, settings.max_prompt_bytes)
+    text, content = prompt.text, prompt.content
     if content is None:
-        text = _text(body, settings.max_prompt_bytes, required=True)
-        if text is None or not text.strip():
-            raise ApiError.validation("text must not be empty.", field="text")
+        assert text is not None
         return await state.hub.prompt(session_id, text)
-    if not isinstance(content, list) or not content:
-        raise ApiError.validation("content must be a non-empty list of blocks.", field="content")
-    text = _text(body, settings.max_prompt_bytes, required=False)
-    blocks = [{"type": "text", "text": text}, *content] if text else content
+    blocks: list[JsonValue] = [{"type": "text", "text": text}, *content] if text else [*content]
     texts = sum(len(str(b.get("text", "")).encode()) for b in blocks if isinstance(b, dict))
     if texts > settings.max_prompt_bytes:
         raise ApiError.too_large("prompt", settings.max_prompt_bytes)

@@ -13,10 +13,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_bridge import PathOutsideWorkspace, Workspace, WorkspaceError
+from server import shapes
 from server.sessions.workspaces import service as workspace_service
+from server.web.bodies import read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import read_json, require_str, resource, uuid_param
+from server.web.requests import resource, uuid_param
 from server.web.state import app_state
 from server.web.views import repo_view
 from store import Repo, utcnow
@@ -82,12 +84,9 @@ async def register_repo(request: Request, path: Path, name: str | None) -> Repo:
 
 async def create_repo(request: Request) -> Response:
     state = app_state(request)
-    body = await read_json(request, state.settings.max_body_bytes)
-    raw = require_str(body, "path")
-    name = require_str(body, "name", optional=True)
-    assert raw is not None
-    path = resolve_repo_path(state.settings.workspace_root, raw)
-    repo = await register_repo(request, path, name)
+    body = await read_struct(request, shapes.RegisterRepo, state.settings.max_body_bytes)
+    path = resolve_repo_path(state.settings.workspace_root, body.path)
+    repo = await register_repo(request, path, body.name)
     return JSONResponse(repo_view(repo), status_code=201)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.web.bodies import read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -16,8 +18,6 @@ from server.web.requests import (
     query_bool,
     query_int,
     query_list,
-    read_json,
-    require_str,
     time_id_cursor,
     uuid_param,
 )
@@ -163,11 +163,11 @@ async def tool_call(request: Request) -> Response:
 async def resume(request: Request) -> Response:
     state = app_state(request)
     run = await _run(request)
-    body = await read_json(request, state.settings.max_body_bytes, allow_empty=True)
-    max_steps = body.get("maxSteps", state.settings.agent_max_steps)
-    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
-        raise ApiError.validation("maxSteps must be a positive integer.", field="maxSteps")
-    text = require_str(body, "text", optional=True) or "Continue where you left off."
+    body = await read_struct(
+        request, shapes.ResumeBody, state.settings.max_body_bytes, allow_empty=True
+    )
+    max_steps = state.settings.agent_max_steps if body.max_steps is UNSET else body.max_steps
+    text = body.text or "Continue where you left off."
     if run.status not in ("paused", "interrupted"):
         raise ApiError(
             409,

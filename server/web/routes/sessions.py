@@ -13,6 +13,7 @@ from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
 from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
+from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
     check_uuid,
@@ -23,14 +24,12 @@ from server.web.requests import (
     query_list,
     query_time,
     read_json,
-    require_str,
     resource,
     session_id_param,
     time_id_cursor,
     uuid_param,
 )
-from server.web.routes import workspaces
-from server.web.routes.controls import create_choices
+from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
@@ -61,24 +60,27 @@ async def session_json(
 
 async def create_session(request: Request) -> Response:
     state = app_state(request)
-    body = await read_json(request, state.settings.max_body_bytes)
-    repo_id = check_uuid(require_str(body, "repoId") or "", "repoId")
-    agent_id = require_str(body, "agentId", optional=True)
-    title = require_str(body, "title", optional=True, nonempty=False)
-    parent = require_str(body, "parentRunId", optional=True)
-    if parent is not None:
-        parent = check_uuid(parent, "parentRunId")
-    mode_id, config = create_choices(body)
     catalog = state.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent
-    mcp = create_mcp_names(catalog, body.get("mcpServers"))
-    isolation, base_ref = workspaces.create_options(body)
-    plan = await workspace_service.plan_session(state.hub, repo_id, isolation, base_ref)
-    record = await state.hub.create_session(repo_id, agent_id, title, parent)
+    body = await read_struct(
+        request,
+        shapes.CreateSession,
+        state.settings.max_body_bytes,
+        checks={
+            "config": check_config,
+            "mcpServers": lambda value: list(create_mcp_names(catalog, value)),
+        },
+    )
+    plan = await workspace_service.plan_session(
+        state.hub, body.repo_id, body.isolation, body.base_ref
+    )
+    record = await state.hub.create_session(
+        body.repo_id, body.agent_id, body.title, body.parent_run_id
+    )
     await workspace_service.make_worktree(state.hub, record, plan)
-    live = await state.hub.start_new(record, mcp=mcp)
+    live = await state.hub.start_new(record, mcp=tuple(body.mcp_servers or ()))
     await refuse_unsupported_mcp(live)
-    if mode_id is not None or config:
-        await apply_create_choices(live, mode_id, config)
+    if body.mode_id is not None or body.config:
+        await apply_create_choices(live, body.mode_id, dict(body.config or {}))
     record = await state.hub.get_record(record.id)
     return JSONResponse(await session_json(state, record), status_code=201)
 
@@ -195,9 +197,8 @@ async def answer_permission(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     request_id = uuid_param(request, "request_id")
-    body = await read_json(request, state.settings.max_body_bytes)
-    option_id = require_str(body, "optionId")
-    assert option_id is not None
+    body = await read_struct(request, shapes.PermissionAnswer, state.settings.max_body_bytes)
+    option_id = body.option_id
     await state.hub.answer_permission(session_id, request_id, option_id)
     return JSONResponse(
         {"requestId": request_id, "outcome": {"outcome": "selected", "optionId": option_id}}

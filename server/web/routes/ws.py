@@ -12,9 +12,11 @@ import orjson
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from server import metrics
+from agent_bridge.jsontypes import JsonObject, JsonValue
+from server import metrics, shapes
 from server.sessions.errors import DomainError, NotFound
 from server.stream.frames import ack_frame, error_frame, replay_frame
+from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command, elicitation_command
@@ -146,7 +148,7 @@ def _is_prompt(data: str) -> bool:
     return isinstance(command, dict) and command.get("type") == "prompt"
 
 
-async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any]:
+async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
     ref = None
     try:
         try:
@@ -168,10 +170,11 @@ async def _command(state: AppState, session_id: str, data: str) -> dict[str, Any
         if kind == "cancel":
             await state.hub.cancel(session_id)
         elif kind == "permission":
-            request_id, option_id = command.get("requestId"), command.get("optionId")
-            if not isinstance(request_id, str) or not isinstance(option_id, str):
-                raise ApiError.validation("requestId and optionId are required strings.")
-            await state.hub.answer_permission(session_id, request_id, option_id)
+            try:
+                answer = decode(command, shapes.PermissionCommand)
+            except ApiError:  # one sentence for both fields, as it always was
+                raise ApiError.validation("requestId and optionId are required strings.") from None
+            await state.hub.answer_permission(session_id, answer.request_id, answer.option_id)
         elif kind in ("set_mode", "set_config"):
             await controls_command(state.hub, session_id, command)
         elif kind == "elicitation":
@@ -195,8 +198,8 @@ _REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 
 async def _forward(
-    state: AppState, owner: str, session_id: str, command: dict[str, Any], ref: Any
-) -> dict[str, Any]:
+    state: AppState, owner: str, session_id: str, command: JsonObject, ref: JsonValue
+) -> JsonObject:
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
     method, template, fields = _REST_PATHS[kind]

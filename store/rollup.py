@@ -1,0 +1,369 @@
+"""The statistics roll-up (migration 0006): tables of sums per time slot that ``/api/stats``
+reads instead of the runs, kept current by SQL triggers on ``runs`` and ``tool_calls``.
+
+``stats_runs`` has one row per (grain, agent filter ``fa``, repo filter ``fr``, grouping
+dimension ``kdim`` and its value ``kval``, slot, currency): ``grain`` is the slot's length
+in seconds, ``slot`` its start (Unix seconds, a multiple of ``grain``), ``fa``/``fr`` the
+run's agent/repository or ``''`` for "any". Every run is counted in the rows of
+``SHAPES``: whole UTC days in every combination a query can ask for (grouped by
+agent, repo, status or none, filtered by agent and/or repository or not), and 4 h / 1 h
+slots ungrouped (for day buckets of zones that are not UTC), 15 min slots unfiltered too
+(for zones with half- and quarter-hour offsets), and 1 h slots grouped but unfiltered
+(the edges of a range grouped by agent, repo or status). Each row holds the run count, the count
+per status, tool calls and failures, the sums of duration, tokens and cost, and a
+histogram of durations (``h0``..: bins ``[BINS[i-1], BINS[i])`` ms, ``h0`` below 1 ms, the
+last open) from which large ranges estimate median and p95 (store/stats_fast.py).
+
+``stats_tools`` is the same for tool calls (by tool name; whole days and hours, filtered
+by the run's agent and/or repository or not). Tool calls of a run that is deleted leave
+it in the run's BEFORE DELETE trigger (the cascade deletes them once the run is gone).
+
+This module is the schema of migration 0006: changing it needs a new migration.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = [
+    "BINS",
+    "HIST",
+    "SHAPES",
+    "STATUS_COLUMNS",
+    "backfill_sql",
+    "drop_trigger_sql",
+    "fence",
+    "run_table",
+    "tool_table",
+    "trigger_sql",
+]
+
+DAY, FOUR_HOURS, HOUR, QUARTER = 86400, 14400, 3600, 900
+# Lower edges of the duration bins (ms): 2^(k/4) rounded up, 1 ms .. 2^25 ms (9.3 h).
+BINS: tuple[int, ...] = tuple(sorted({math.ceil(2 ** (k / 4)) for k in range(101)}))
+HIST = tuple(f"h{i}" for i in range(len(BINS) + 1))
+STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interrupted")
+STATUS_COLUMNS = tuple(f"n_{s}" for s in STATUSES)
+RUN_SUMS = ("runs", *STATUS_COLUMNS, "tool_calls", "tool_failures", "duration_total")
+RUN_SUMS += ("input_tokens", "output_tokens", "cached_tokens", "cost_n")
+RUN_KEY = ("grain", "fa", "fr", "kdim", "slot", "kval", "cur_null", "currency")
+TOOL_KEY = ("grain", "fa", "fr", "slot", "name_null", "tool_name")
+
+# (grain, keeps the agent, keeps the repository, grouping dimension)
+SHAPES: tuple[tuple[int, int, int, str], ...] = (
+    *((DAY, a, r, k) for a in (0, 1) for r in (0, 1) for k in ("-", "status")),
+    (DAY, 0, 0, "agent"),
+    (DAY, 0, 1, "agent"),
+    (DAY, 0, 0, "repo"),
+    (DAY, 1, 0, "repo"),
+    *((g, a, r, "-") for g in (FOUR_HOURS, HOUR) for a in (0, 1) for r in (0, 1)),
+    (QUARTER, 0, 0, "-"),
+    *((HOUR, 0, 0, k) for k in ("status", "agent", "repo")),
+)
+TOOL_SHAPES: tuple[tuple[int, int, int], ...] = tuple(
+    (g, a, r) for g in (DAY, HOUR) for a in (0, 1) for r in (0, 1)
+)
+
+
+def run_table(metadata: MetaData) -> Table:
+    return Table(
+        "stats_runs",
+        metadata,
+        Column("grain", Integer, nullable=False),
+        Column("fa", String(255), nullable=False),
+        Column("fr", String(36), nullable=False),
+        Column("kdim", String(8), nullable=False),
+        Column("slot", BigInteger, nullable=False),
+        Column("kval", String(255), nullable=False),
+        Column("cur_null", SmallInteger, nullable=False),
+        Column("currency", String(16), nullable=False),
+        *(Column(name, BigInteger, nullable=False) for name in RUN_SUMS),
+        Column("cost_amount", Float, nullable=False),
+        *(Column(name, Integer, nullable=False) for name in HIST),
+        PrimaryKeyConstraint(*RUN_KEY, name="pk_stats_runs"),
+        sqlite_with_rowid=False,
+    )
+
+
+def tool_table(metadata: MetaData) -> Table:
+    return Table(
+        "stats_tools",
+        metadata,
+        Column("grain", Integer, nullable=False),
+        Column("fa", String(255), nullable=False),
+        Column("fr", String(36), nullable=False),
+        Column("slot", BigInteger, nullable=False),
+        Column("name_null", SmallInteger, nullable=False),
+        Column("tool_name", Text, nullable=False),
+        Column("calls", BigInteger, nullable=False),
+        Column("failures", BigInteger, nullable=False),
+        *(Column(name, Integer, nullable=False) for name in HIST),
+        PrimaryKeyConstraint(*TOOL_KEY, name="pk_stats_tools"),
+        sqlite_with_rowid=False,
+    )
+
+
+# -- SQL -------------------------------------------------------------------------------------
+
+
+def bin_sql(value: str) -> str:
+    """The bin of ``value`` (ms), NULL for NULL: a balanced CASE (7 comparisons)."""
+    return f"CASE WHEN {value} IS NULL THEN NULL ELSE {_bin_tree(value, 0, len(BINS))} END"
+
+
+def _bin_tree(value: str, low: int, high: int) -> str:
+    """bin(value) = the number of BINS[i] <= value, knowing it is in [low, high]."""
+    if low == high:
+        return str(low)
+    middle = (low + high) // 2
+    return (
+        f"CASE WHEN {value} < {BINS[middle]} THEN {_bin_tree(value, low, middle)} "
+        f"ELSE {_bin_tree(value, middle + 1, high)} END"
+    )
+
+
+def _epoch(dialect: str, column: str) -> str:
+    if dialect == "sqlite":
+        return f"CAST(strftime('%s', {column}) AS INTEGER)"
+    return f"CAST(floor(extract(epoch FROM {column})) AS bigint)"
+
+
+def _union(rows: list[str]) -> str:
+    return " UNION ALL ".join(f"SELECT {row}" for row in rows)
+
+
+def _run_source(dialect: str, record: str, sign: int) -> str:
+    """One run (``NEW``/``OLD`` or a table alias) as a row of signed contributions."""
+    r = record
+    return (
+        f"{sign} AS sign, {_epoch(dialect, f'{r}.created_at')} AS epoch, "
+        f"{r}.agent_id AS agent_id, {r}.repo_id AS repo_id, {r}.status AS status, "
+        f"{r}.cost_currency AS cost_currency, {r}.tool_call_count AS tool_call_count, "
+        f"{r}.tool_failure_count AS tool_failure_count, {r}.duration_ms AS duration_ms, "
+        f"{r}.input_tokens AS input_tokens, {r}.output_tokens AS output_tokens, "
+        f"{r}.cached_tokens AS cached_tokens, {r}.cost_amount AS cost_amount, "
+        f"{bin_sql(f'{r}.duration_ms')} AS bin"
+    )
+
+
+_SHAPES_SQL = _union(
+    [f"{g} AS grain, {a} AS ka, {r} AS kr, '{k}' AS kdim" for g, a, r, k in SHAPES]
+)
+_TOOL_SHAPES_SQL = _union([f"{g} AS grain, {a} AS ka, {r} AS kr" for g, a, r in TOOL_SHAPES])
+
+
+# Rows are written in key order: concurrent writers on PostgreSQL then lock the roll-up
+# rows they share in one order (no deadlock between two single-statement writers), and
+# SQLite fills its WITHOUT ROWID tree in order.
+_ORDER = "1, 2, 3, 4, 5, 6, 7, 8"
+
+
+def _hist(sign: str) -> str:
+    return ", ".join(f"SUM(CASE WHEN d.bin = {i} THEN {sign} ELSE 0 END)" for i in range(len(HIST)))
+
+
+def fence(dialect: str) -> str:
+    """Appended to a subquery, keeps it one (neither database then pastes its expressions,
+    e.g. the CASE of ``bin_sql``, into each of the outer query's ~100 that use them)."""
+    return " LIMIT -1 OFFSET 0" if dialect == "sqlite" else " OFFSET 0"
+
+
+def _run_rows(source: str, dialect: str) -> str:
+    """SELECT of the roll-up rows (one per key) of the runs in ``source``."""
+    statuses = ", ".join(
+        f"SUM(CASE WHEN d.status = '{s}' THEN d.sign ELSE 0 END)" for s in STATUSES
+    )
+    kval = (
+        "CASE g.kdim WHEN 'status' THEN d.status WHEN 'agent' THEN d.agent_id "
+        "WHEN 'repo' THEN d.repo_id ELSE '' END"
+    )
+    key = (
+        "g.grain, CASE WHEN g.ka = 1 THEN d.agent_id ELSE '' END, "
+        "CASE WHEN g.kr = 1 THEN d.repo_id ELSE '' END, g.kdim, d.epoch - d.epoch % g.grain, "
+        f"{kval}, CASE WHEN d.cost_currency IS NULL THEN 1 ELSE 0 END, "
+        "COALESCE(d.cost_currency, '')"
+    )
+    return (
+        f"SELECT {key}, SUM(d.sign), {statuses}, "
+        "SUM(d.sign * COALESCE(d.tool_call_count, 0)), "
+        "SUM(d.sign * COALESCE(d.tool_failure_count, 0)), "
+        "SUM(d.sign * COALESCE(d.duration_ms, 0)), SUM(d.sign * COALESCE(d.input_tokens, 0)), "
+        "SUM(d.sign * COALESCE(d.output_tokens, 0)), SUM(d.sign * COALESCE(d.cached_tokens, 0)),"
+        " SUM(CASE WHEN d.cost_amount IS NULL THEN 0 ELSE d.sign END), "
+        f"SUM(d.sign * COALESCE(d.cost_amount, 0)), {_hist('d.sign')} "
+        f"FROM ({source}{fence(dialect)}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key} "
+        f"ORDER BY {_ORDER}"
+    )
+
+
+def _tool_source(dialect: str, record: str, run: str, sign: str) -> str:
+    return (
+        f"{sign} AS sign, {_epoch(dialect, f'{record}.created_at')} AS epoch, "
+        f"{run}.agent_id AS agent_id, {run}.repo_id AS repo_id, "
+        f"{record}.tool_name AS tool_name, {record}.status AS status, "
+        f"{bin_sql(f'{record}.duration_ms')} AS bin"
+    )
+
+
+def _tool_rows(source: str, dialect: str) -> str:
+    key = (
+        "g.grain, CASE WHEN g.ka = 1 THEN d.agent_id ELSE '' END, "
+        "CASE WHEN g.kr = 1 THEN d.repo_id ELSE '' END, d.epoch - d.epoch % g.grain, "
+        "CASE WHEN d.tool_name IS NULL THEN 1 ELSE 0 END, COALESCE(d.tool_name, '')"
+    )
+    return (
+        f"SELECT {key}, SUM(d.sign), SUM(CASE WHEN d.status = 'error' THEN d.sign ELSE 0 END), "
+        f"{_hist('d.sign')} FROM ({source}{fence(dialect)}) AS d, ({_TOOL_SHAPES_SQL}) AS g "
+        f"WHERE 1 = 1 GROUP BY {key} ORDER BY {_ORDER[:-6]}"
+    )
+
+
+def _columns(table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if table == "stats_runs":
+        return RUN_KEY, (*RUN_SUMS, "cost_amount", *HIST)
+    return TOOL_KEY, ("calls", "failures", *HIST)
+
+
+def _upsert(table: str, select: str) -> str:
+    key, values = _columns(table)
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in values)
+    return (
+        f"INSERT INTO {table} ({', '.join((*key, *values))}) {select} "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+    )
+
+
+def backfill_sql(dialect: str) -> list[str]:
+    """Fill the (empty) roll-up tables from the rows already there."""
+    runs = f"SELECT {_run_source(dialect, 'r', 1)} FROM runs r"
+    tools = (
+        f"SELECT {_tool_source(dialect, 't', 'r', '1')} "
+        "FROM tool_calls t JOIN runs r ON r.id = t.run_id"
+    )
+    return [
+        _upsert("stats_runs", _run_rows(runs, dialect)),
+        _upsert("stats_tools", _tool_rows(tools, dialect)),
+    ]
+
+
+_RUN_WATCHED = (
+    "created_at",
+    "agent_id",
+    "repo_id",
+    "status",
+    "duration_ms",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cost_amount",
+    "cost_currency",
+    "tool_call_count",
+    "tool_failure_count",
+)
+_TOOL_WATCHED = ("created_at", "run_id", "tool_name", "status", "duration_ms")
+
+
+def _changed(columns: tuple[str, ...], distinct: str) -> str:
+    return " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
+
+
+def _statements(dialect: str) -> dict[str, list[str]]:
+    """The statements of each trigger, by the trigger's event."""
+
+    def runs(*records: tuple[str, int]) -> str:
+        return _upsert(
+            "stats_runs",
+            _run_rows(_union([_run_source(dialect, r, s) for r, s in records]), dialect),
+        )
+
+    def run_tools(run: str, sign: str) -> str:
+        source = (
+            f"SELECT {_tool_source(dialect, 't', run, sign)} FROM tool_calls t "
+            f"WHERE t.run_id = {run}.id"
+        )
+        return _upsert("stats_tools", _tool_rows(source, dialect))
+
+    def tools(*records: tuple[str, str]) -> str:
+        parts = [
+            f"SELECT {_tool_source(dialect, rec, 'r', sign)} FROM runs r WHERE r.id = {rec}.run_id"
+            for rec, sign in records
+        ]
+        return _upsert("stats_tools", _tool_rows(" UNION ALL ".join(parts), dialect))
+
+    return {
+        "run_insert": [runs(("NEW", 1))],
+        "run_update": [runs(("OLD", -1), ("NEW", 1))],
+        "run_delete": [runs(("OLD", -1)), run_tools("OLD", "-1")],
+        # a run's agent or repository changes (not done today): its tool calls move with it
+        "run_move": [run_tools("OLD", "-1"), run_tools("NEW", "1")],
+        "tool_insert": [tools(("NEW", "1"))],
+        "tool_update": [tools(("OLD", "-1"), ("NEW", "1"))],
+        "tool_delete": [tools(("OLD", "-1"))],
+    }
+
+
+_EVENTS = {
+    # name: (table, timing, event, condition)
+    "run_insert": ("runs", "AFTER", "INSERT", None),
+    "run_update": ("runs", "AFTER", "UPDATE", _RUN_WATCHED),
+    "run_delete": ("runs", "BEFORE", "DELETE", None),
+    "run_move": ("runs", "BEFORE", "UPDATE", ("agent_id", "repo_id")),
+    "tool_insert": ("tool_calls", "AFTER", "INSERT", None),
+    "tool_update": ("tool_calls", "AFTER", "UPDATE", _TOOL_WATCHED),
+    "tool_delete": ("tool_calls", "AFTER", "DELETE", None),
+}
+
+
+def trigger_sql(dialect: str) -> list[str]:
+    """CREATE statements of the triggers (and, on PostgreSQL, their functions).
+
+    A tool call's agent and repository are its run's: ``tool_*`` statements read the run
+    row, and count nothing when it is gone (a run's delete already took its tool calls out).
+    """
+    out: list[str] = []
+    for name, body in _statements(dialect).items():
+        table, timing, event, watched = _EVENTS[name]
+        if dialect == "sqlite":
+            when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""
+            statements = "".join(f"{s};\n" for s in body)
+            out.append(
+                f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when}\n"
+                f"BEGIN\n{statements}END"
+            )
+            continue
+        result = "OLD" if event == "DELETE" else "NEW"
+        statements = "".join(f"{s};\n" for s in body)
+        out.append(
+            f"CREATE FUNCTION stats_{name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+            f"BEGIN\n{statements}RETURN {result};\nEND\n$$"
+        )
+        when = f" WHEN ({_changed(watched, 'IS DISTINCT FROM')})" if watched else ""
+        out.append(
+            f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when} "
+            f"EXECUTE FUNCTION stats_{name}()"
+        )
+    return out
+
+
+def drop_trigger_sql(dialect: str) -> list[str]:
+    out = []
+    for name, (table, *_) in _EVENTS.items():
+        if dialect == "sqlite":
+            out.append(f"DROP TRIGGER IF EXISTS stats_{name}")
+        else:
+            out.append(f"DROP TRIGGER IF EXISTS stats_{name} ON {table}")
+            out.append(f"DROP FUNCTION IF EXISTS stats_{name}()")
+    return out

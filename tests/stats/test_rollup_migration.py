@@ -1,0 +1,79 @@
+"""Migration 0006: its upgrade fills the roll-up from the runs and tool calls already
+there (the fast path then answers as the exact one), its downgrade leaves no table,
+trigger or function behind (runs are written as before), and it upgrades again."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import delete, inspect, text, update
+
+from store import Database, Repo, Run, SessionRecord, downgrade, open_database, upgrade
+from store import stats as exact
+from tests.stats.test_rollup import BASE, ZONES, compare, mutate, write_history
+
+pytestmark = pytest.mark.anyio
+
+BEFORE = "0005_agent_controls"
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = open_database(database_url)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def leftovers(db: Database) -> list[str]:
+    """Roll-up tables, triggers and trigger functions in the database."""
+    async with db.reader_engine.connect() as conn:
+        tables = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
+        if db.dialect == "sqlite":
+            query = "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        else:
+            query = (
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal UNION ALL "
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'stats%'"
+            )
+        others = (await conn.execute(text(query))).scalars().all()
+    return sorted([t for t in tables if t.startswith("stats")] + list(others))
+
+
+async def everything_agrees(db: Database, repos: list[str]) -> None:
+    whole = {"start": BASE - timedelta(hours=7), "end": BASE + timedelta(days=5, minutes=3)}
+    for tz in ZONES[:3]:
+        for group_by in ("day", "agent", "repo", "status"):
+            await compare(db, exact.StatsQuery(**whole, tz=tz), group_by)  # type: ignore[arg-type]
+    await compare(db, exact.StatsQuery(**whole, tz="Asia/Kolkata", repo_id=repos[0]), "day")
+
+
+async def test_upgrade_backfills_and_downgrade_removes(database: Database) -> None:
+    await upgrade(database, BEFORE)
+    async with database.write() as s, s.begin():
+        s.add(Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=BASE))
+    rnd = random.Random(15)  # noqa: S311 (reproducible test data)
+    repos = [str(uuid.uuid4()) for _ in range(2)]
+    sessions = await write_history(database, rnd, repos)
+    sessions += await write_history(database, rnd, repos)
+    await mutate(database, rnd, sessions)
+    assert await leftovers(database) == []
+
+    await upgrade(database)
+    assert "stats_runs" in await leftovers(database)
+    await everything_agrees(database, repos)
+
+    await downgrade(database, BEFORE)
+    assert await leftovers(database) == []
+    async with database.write() as s, s.begin():  # no trigger is left to fail on a write
+        await s.execute(update(Run).values(status="completed"))
+        await s.execute(delete(SessionRecord).where(SessionRecord.id == sessions[0]))
+    await write_history(database, rnd, repos)
+
+    await upgrade(database)
+    await everything_agrees(database, repos)
