@@ -7,15 +7,19 @@ read back (``store.replay`` + ``replay_frame``): two paths that must not drift."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from starlette.testclient import TestClient, WebSocketTestSession
 
 from server.settings import Settings
+from server.stream.frames import replay_frame, stored_frame
+from store.hot_writes import MessageRow
 from tests.helpers import create_session, prompt
 
 # A text with what JSON escapes or encodes as UTF-8, then a turn of tool calls.
+UUID = "00000000-0000-4000-8000-000000000001"
 PROMPTS = ('ünïcödé "quoted" \\ back\tslash\nline ☃ \U0001f600', "tools 2")
 
 
@@ -77,3 +81,23 @@ def test_a_replayed_frame_is_the_live_frame_of_its_message(
     assert [orjson.loads(t) for t in tail] == [
         orjson.loads(by_seq[seq]) for seq in by_seq if seq > cursor
     ]
+
+
+def test_the_replay_frame_of_each_stored_timestamp_form() -> None:
+    """SQLite's stored text (with microseconds, as the server writes it, or without a
+    fraction, as a raw insert of ``str(datetime)`` leaves it) and PostgreSQL's datetime
+    give API.md's timestamp; the frame is the writer's frame of the same columns."""
+    content = '{"type":"text","text":"hi","partial":false}'
+    row: MessageRow = (UUID, UUID, 7, None, 2, "agent", "text", 0, 0, content, None, "")
+    cases = {
+        "2026-01-01 12:00:00.123456": "2026-01-01T12:00:00.123Z",
+        "2026-01-01 12:00:00": "2026-01-01T12:00:00.000Z",
+        datetime(2026, 1, 1, 12, 0, 0, 999999, tzinfo=UTC): "2026-01-01T12:00:00.999Z",
+    }
+    for stamp, timestamp in cases.items():
+        frame = replay_frame(UUID, (UUID, None, 7, "agent", 2, content, stamp))
+        message = orjson.loads(frame)["message"]
+        assert message["timestamp"] == timestamp
+        assert message["content"] == orjson.loads(content)
+        if isinstance(stamp, str):
+            assert frame == stored_frame((*row[:11], stamp))
