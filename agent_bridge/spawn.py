@@ -46,9 +46,15 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | int)
 
 
 def wrapped(
-    argv: Sequence[str], *, cwd_fd: int = -1, cgroup: str = "", guard: bool = False
+    argv: Sequence[str],
+    *,
+    cwd_fd: int = -1,
+    cgroup: str = "",
+    own_cgroup: bool = True,
+    guard: bool = False,
 ) -> list[str]:
     """The argv that runs ``argv`` through the wrapper, child of this process: in a new
-    cgroup under ``cgroup`` (a directory; "" for none), watched by a guard if ``guard``."""
-    flags = [str(os.getpid()), str(cwd_fd), cgroup, "1" if guard else "0"]
+    cgroup under ``cgroup`` (a directory; "" for none) or, without ``own_cgroup``, in
+    the existing cgroup ``cgroup`` itself; watched by a guard if ``guard``."""
+    flags = [str(os.getpid()), str(cwd_fd), cgroup, str(int(own_cgroup)), str(int(guard))]
     return [sys.executable, "-I", "-S", WRAPPER, *flags, *argv]

@@ -5,9 +5,10 @@ directory confined to the session's ``Workspace`` and returns at once; the outpu
 collected as it arrives (asyncio protocol callbacks, no background task), keeping the last
 ``outputByteLimit`` bytes, cut at a UTF-8 character boundary. ``output``,
 ``wait_for_exit``, ``kill`` and ``release`` work on the id. Each command runs in its own
-process group (a new session), with the parent-death signal set, so it dies with the
-server; ``close()`` kills every group and reaps what is left when the session stops or its
-agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
+process group (a new session), dies with the server (parent-death signal) and is in its
+agent's cgroup if any (``cgroup``): the agent's guard and stop kill all it starts, however
+it detaches. ``close()`` kills every group and reaps what is left when the session stops or
+its agent exits. A session may hold at most ``max_terminals`` unreleased terminals.
 
 The working directory is opened once, checked by its real path (``/proc/self/fd``), and
 entered with ``fchdir`` in the child (by the exec wrapper of ``agent_bridge.spawn``), so
@@ -19,7 +20,6 @@ rights, like the agent. POSIX (Linux), asyncio only.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import itertools
 import logging
 import os
@@ -38,6 +38,7 @@ from agent_bridge.errors import RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.process import OWNER_ENV, SESSION_ENV, track, untrack, wait_group_gone
 from agent_bridge.spawn import resolve_command, wrapped
+from agent_bridge.terminal_output import OutputBuffer
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
 
 __all__ = [
@@ -59,39 +60,6 @@ RESOURCE_NOT_FOUND: Final = -32002
 OUTPUT_EOF_WAIT: Final = 1.0
 REAP_TIMEOUT: Final = 2.0
 _DIR_FLAGS: Final = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
-
-
-class OutputBuffer:
-    """The last ``limit`` bytes of a command's output, never starting inside a UTF-8
-    character. Sans-I/O: feed it bytes, read text."""
-
-    def __init__(self, limit: int) -> None:
-        if limit < 0:
-            raise ValueError("limit must not be negative")
-        self.limit = limit
-        self.truncated = False
-        self._data = bytearray()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def append(self, data: bytes) -> None:
-        self._data += data
-        excess = len(self._data) - self.limit
-        if excess > 0:
-            self.truncated = True
-            del self._data[:excess]
-            # Never start with a continuation byte (10xxxxxx): drop a cut character's rest.
-            cut = 0
-            while cut < len(self._data) and self._data[cut] & 0xC0 == 0x80:
-                cut += 1
-            del self._data[:cut]
-
-    def text(self, *, final: bool) -> str:
-        """The output as text. While more may come (``final`` False), an incomplete
-        character at the end is held back; invalid bytes become U+FFFD."""
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        return decoder.decode(bytes(self._data), final=final)
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -197,6 +165,7 @@ class TerminalHost:
         self._terminals: dict[str, _Terminal] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self.cgroup: Path | None = None  # its agent's cgroup, once the agent runs
 
     @property
     def open_count(self) -> int:
@@ -238,11 +207,12 @@ class TerminalHost:
             buffer = OutputBuffer(limit)
             try:
                 resolve_command(argv, env, cwd_fd)
-                # No preexec_fn: the exec wrapper sets the parent-death signal and enters
-                # the directory by its descriptor (agent_bridge.spawn).
+                # No preexec_fn: the exec wrapper sets the parent-death signal, joins the
+                # cgroup, enters the directory by its descriptor (agent_bridge.spawn).
+                cgroup = "" if self.cgroup is None else str(self.cgroup)
                 transport, protocol = await loop.subprocess_exec(
                     lambda: _Protocol(buffer),
-                    *wrapped(argv, cwd_fd=cwd_fd),
+                    *wrapped(argv, cwd_fd=cwd_fd, cgroup=cgroup, own_cgroup=False),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """The exec wrapper every agent and terminal is started through, and the guard it leaves
 behind. Standard library only: it runs as ``python -I -S wrapper.py SERVER CWD_FD CGROUP
-GUARD COMMAND...`` (see ``agent_bridge.spawn``); the server imports its cgroup helpers.
+OWN GUARD COMMAND...`` (see ``agent_bridge.spawn``); the server imports its cgroup helpers.
 
 The wrapper, a single-threaded interpreter that becomes the command:
 
@@ -10,9 +10,13 @@ The wrapper, a single-threaded interpreter that becomes the command:
 2. with ``GUARD`` 1, double-forks the guard (below), so the guard is never a child of
    the command (a command that waits for any child never sees it): it is adopted by the
    server, a child subreaper, and stays in the command's session;
-3. with a ``CGROUP`` directory, creates ``CGROUP/<its pid>`` and moves into it, so
-   every descendant of the command, however it detaches (``setsid``, double fork), is
-   in that cgroup;
+3. with a ``CGROUP`` directory and ``OWN`` 1 (an agent), creates ``CGROUP/<its pid>``
+   and moves into it, so every descendant of the command, however it detaches
+   (``setsid``, double fork), is in that cgroup; with ``OWN`` 0 (a terminal), moves into
+   the existing cgroup ``CGROUP`` itself, its agent's, whose guard and stop then kill
+   the command and all it starts; when that cgroup is gone (the agent ended, or never
+   got in), the command runs without one, as with ``AGENT_CGROUPS=off``: a cgroup made
+   again here would outlive its agent's guard;
 4. changes into the directory it was handed as an open descriptor (terminals: the
    directory was resolved inside the workspace, no path is looked up again);
 5. ``execvp``s the command. A command that cannot be run exits 127 with one line on
@@ -212,12 +216,15 @@ def main(argv: list[str]) -> None:
     server = int(argv[1])
     if os.getppid() != server:
         os._exit(137)
-    cwd_fd, base, guard, command = int(argv[2]), argv[3], argv[4] == "1", argv[5:]
+    cwd_fd, base, own, guard = int(argv[2]), argv[3], argv[4] == "1", argv[5] == "1"
+    command = argv[6:]
     agent = os.getpid()
-    cgroup = os.path.join(base, str(agent)) if base else ""
+    cgroup = os.path.join(base, str(agent)) if base and own else base
     if guard:
         _start_guard(server, cgroup)
-    if cgroup and agent not in cgroup_pids(cgroup):  # the server moves us too: see join
+    if cgroup and not own:  # never made here (see 3.)
+        _write(os.path.join(cgroup, "cgroup.procs"), str(agent))
+    elif cgroup and agent not in cgroup_pids(cgroup):  # the server moves us too: see join
         join(cgroup, agent)
     if cwd_fd >= 0:
         os.fchdir(cwd_fd)

@@ -4,7 +4,17 @@ Repository functions take an ``AsyncSession`` and never commit; the caller owns 
 transaction.
 """
 
-from store import attachments, cluster, messages, permissions, repos, runs, sessions, workspaces
+from store import (
+    attachments,
+    cluster,
+    messages,
+    permissions,
+    replay,
+    repos,
+    runs,
+    sessions,
+    workspaces,
+)
 from store.engine import Database, open_database
 from store.migrate import downgrade, startup_lock, upgrade
 from store.models import (
@@ -37,6 +47,7 @@ __all__ = [
     "messages",
     "open_database",
     "permissions",
+    "replay",
     "repos",
     "runs",
     "sessions",

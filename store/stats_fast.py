@@ -16,10 +16,8 @@ the estimate lies in the same histogram bin as the exact value, at most 19 % fro
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import accumulate
 from operator import add
 from typing import Any
 
@@ -27,8 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
+from store.histogram import estimate
 from store.rollup import (
-    BINS,
     DAY,
     HIST,
     SHAPES,
@@ -42,7 +40,9 @@ __all__ = [
     "approx_count",
     "cover",
     "day_intervals",
-    "estimate",
+    "day_label",
+    "each",
+    "no_jit",
     "plan",
     "run_buckets",
     "us",
@@ -106,37 +106,6 @@ def cover(
     return slots, [*left_raw, *right_raw]
 
 
-def estimate(counts: Sequence[int], *ps: float) -> list[float | None]:
-    """The continuous percentiles ``ps`` of the values a duration histogram counts: each
-    value ranked inside its bin, spread geometrically over the bin's integers."""
-    ends = list(accumulate(counts))  # ends[i]: the values in bins <= i
-    n = ends[-1] if ends else 0
-    if n <= 0:
-        return [None for _ in ps]
-
-    def value(rank: int) -> float:
-        i = bisect_right(ends, rank)  # the first bin whose end passes the rank
-        if i >= len(ends):
-            return float(BINS[-1])
-        low = BINS[i - 1] if i > 0 else 0
-        high = BINS[i] - 1 if i < len(BINS) else low
-        if i == 0 or high <= low:
-            return float(low)
-        before = ends[i - 1]
-        return float(low * (high / low) ** ((rank - before + 0.5) / (ends[i] - before)))
-
-    out: list[float | None] = []
-    for p in ps:
-        position = p * (n - 1)
-        low = int(position)
-        fraction = position - low
-        result = value(low)
-        if fraction > 0:
-            result = result * (1 - fraction) + value(low + 1) * fraction
-        out.append(result)
-    return out
-
-
 # -- SQL pieces ------------------------------------------------------------------------------
 
 
@@ -184,18 +153,40 @@ async def no_jit(db: AsyncSession) -> None:
         await db.execute(text("SET LOCAL jit = off"))
 
 
-def plan(pieces: list[Piece], grains: Sequence[int], dialect: str) -> tuple[str | None, str | None]:
-    """(the slot ranges, the raw pieces) of ``pieces`` as derived tables, or None."""
-    slots: list[str] = []
+def plan(
+    pieces: list[Piece], grains: Sequence[int], dialect: str
+) -> tuple[dict[int, str], str | None]:
+    """The roll-up slots of ``pieces`` (a list of slot starts per grain, for ``IN``) and
+    their raw pieces (a derived table a, b, label), or None. The slots are listed rather
+    than joined to a table of ranges: with a join, SQLite (given ANALYZE statistics) built
+    a Bloom filter over the whole roll-up for every query, and PostgreSQL looped."""
+    slots: dict[int, list[int]] = {}
     raw: list[str] = []
     for a, b, label in pieces:
         whole, rest = cover(a, b, grains)
-        slots += [f"{g}, {lo}, {hi}, '{label}'" for g, lo, hi in whole]
+        for g, lo, hi in whole:
+            slots.setdefault(g, []).extend(range(lo, hi, g))
         raw += [f"{_stored(dialect, x)}, {_stored(dialect, y)}, '{label}'" for x, y in rest]
     return (
-        _values(dialect, slots, ("g", "lo", "hi", "label")) if slots else None,
+        {g: ", ".join(map(str, starts)) for g, starts in slots.items()},
         _values(dialect, raw, ("a", "b", "label")) if raw else None,
     )
+
+
+def day_label(dialect: str, query: exact.StatsQuery, slot: str) -> str:
+    """SQL: the local date (tz) of the instant ``slot`` (Unix seconds), as day_intervals
+    labels it. A slot of the plan lies within one local day, so its start names it."""
+    offsets = exact.zone_offsets(query.tz, query.start, query.end)
+    offset = str(offsets[-1][1])
+    if len(offsets) > 1:
+        whens = " ".join(
+            f"WHEN {slot} < {us(offsets[i][0]) // _US} THEN {offsets[i - 1][1]}"
+            for i in range(1, len(offsets))
+        )
+        offset = f"CASE {whens} ELSE {offset} END"
+    if dialect == "sqlite":
+        return f"date({slot} + {offset}, 'unixepoch')"
+    return f"to_char(to_timestamp({slot} + {offset}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
 
 
 _RUN_SUMS = (
@@ -318,18 +309,15 @@ async def run_buckets(
     slots, raw = plan(pieces, grains, dialect)
     where, params = _filters(query, "runs")
     parts = []
-    if slots is not None:
-        columns = ", ".join(f"s.{c}" for c in (*_RUN_SUMS, *HIST))
-        rows = each(
-            dialect,
-            slots,
-            "stats_runs s",
-            "s.grain = r.g AND s.fa = :fa AND s.fr = :fr AND s.kdim = :kdim "
-            "AND s.slot >= r.lo AND s.slot < r.hi",
-            "s.*",
+    columns = ", ".join(f"s.{c}" for c in (*_RUN_SUMS, *HIST))
+    label = day_label(dialect, query, "s.slot") if group_by == "day" else "''"
+    for grain, starts in slots.items():
+        parts.append(
+            f"SELECT {label} AS label, s.kval, s.cur_null, s.currency, {columns} "
+            f"FROM stats_runs s WHERE s.grain = {grain} AND s.fa = :fa AND s.fr = :fr "
+            f"AND s.kdim = :kdim AND s.slot IN ({starts})"
         )
-        parts.append(f"SELECT r.label, s.kval, s.cur_null, s.currency, {columns} FROM {rows}")
-        params |= {"fa": fa, "fr": fr, "kdim": kdim}
+    params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
         parts.append(_raw_runs(raw, kdim, where, dialect))
     sums = ", ".join(f"SUM({c})" for c in (*_RUN_SUMS, *HIST))

@@ -8,8 +8,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import stats as exact
+from store.histogram import estimate
 from store.rollup import DAY, HIST, HOUR, bin_sql, fence
-from store.stats_fast import EXACT_LIMIT, approx_count, each, estimate, no_jit, plan, us
+from store.stats_fast import EXACT_LIMIT, approx_count, each, no_jit, plan, us
 
 __all__ = ["tool_stats"]
 
@@ -53,18 +54,12 @@ async def tool_stats(
     if query.repo_id:
         params["repo"] = query.repo_id
     parts = []
-    if slots is not None:
-        columns = ", ".join(f"s.{h}" for h in HIST)
+    columns = ", ".join(f"s.{h}" for h in HIST)
+    for grain, starts in slots.items():
         parts.append(
             "SELECT CASE WHEN s.name_null = 1 THEN NULL ELSE s.tool_name END AS name, "
-            f"s.calls, s.failures, {columns} FROM "
-            + each(
-                dialect,
-                slots,
-                "stats_tools s",
-                "s.grain = r.g AND s.fa = :fa AND s.fr = :fr AND s.slot >= r.lo AND s.slot < r.hi",
-                "s.*",
-            )
+            f"s.calls, s.failures, {columns} FROM stats_tools s WHERE s.grain = {grain} "
+            f"AND s.fa = :fa AND s.fr = :fr AND s.slot IN ({starts})"
         )
     if raw is not None:
         parts.append(_raw(raw, query, dialect))

@@ -30,10 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.cluster.listener import Listener
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
-from server.stream.frames import message_frame
+from server.stream.frames import replay_frame
 from store import Database, utcnow
 from store import cluster as cluster_store
-from store import messages as message_store
+from store import replay as replay_store
 from store import runs as run_store
 
 if TYPE_CHECKING:  # imported when clustering starts: a plain start does not need httpx
@@ -218,18 +218,15 @@ class Cluster:
                 continue
             try:
                 async with self.db.read() as db:
-                    rows = await message_store.list_messages(
-                        db,
-                        session_id,
-                        message_store.MessageFilter(after=cursor, upto=last),
-                        limit=None,
+                    rows = await replay_store.frame_rows(
+                        db, session_id, cursor, limit=last - cursor, upto=last
                     )
             except Exception:  # noqa: BLE001 - the database is away: retry, keep the order
                 log.exception("reading announced messages failed; retrying")
                 await anyio.sleep(1)
                 continue
             self._notes.popleft()
-            frames = [(m.seq, message_frame(m)) for m in rows]
+            frames = [(row[2], replay_frame(session_id, row)) for row in rows]
             self.broker.publish(session_id, frames)
             self._published[session_id] = last
 

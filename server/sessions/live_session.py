@@ -123,6 +123,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 stop_grace=settings.agent_stop_grace,
                 polite_stop=lambda _conn: self.client.close_session(),
             ) as conn:
+                self.terminals.cgroup = conn.process.cgroup  # its commands join the agent's
                 self.client.bind(conn)
                 metrics.AGENT_PROCESSES.inc()
                 try:

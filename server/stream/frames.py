@@ -3,15 +3,23 @@ WebSocket envelopes around it (``message``, ``hello``, ``ack``, ``error``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from store import Message
 from store.hot_writes import MessageRow
+from store.replay import FrameRow
 
-__all__ = ["ack_frame", "error_frame", "iso", "message_frame", "message_view", "stored_frame"]
+__all__ = [
+    "ack_frame",
+    "error_frame",
+    "iso",
+    "message_view",
+    "replay_frame",
+    "stored_frame",
+]
 
 
 def iso(value: datetime | None) -> str | None:
@@ -54,38 +62,45 @@ def _message_row(message: Message) -> dict[str, Any]:
     }
 
 
-def message_frame(message: Message | dict[str, Any]) -> bytes:
-    """The ``message`` frame for one stored message (UTF-8 JSON text), encoded once for
-    every viewer."""
-    return orjson.dumps({"type": "message", "message": message_view(message)})
+def _frame(
+    message_id: str,
+    session_id: str,
+    run_id: str | None,
+    seq: int,
+    role: str,
+    content: str,
+    step_number: int | None,
+    timestamp: str | None,
+) -> bytes:
+    """The ``message`` frame from a message's columns, its content the JSON text stored
+    (copied into the frame as it is, never decoded). The one builder of both the live
+    frames (``stored_frame``) and the replayed ones (``replay_frame``): same fields,
+    same order.
 
-
-def stored_frame(row: MessageRow) -> bytes:
-    """The ``message`` frame of a row the writer just stored: its content is the JSON
-    text stored, copied into the frame as it is (encoded once, for the database and for
-    every viewer); its timestamp comes from the stored text (milliseconds, UTC).
-
-    The bytes orjson would make for the frame's object, built as text: a flood keeps a
-    whole batch of frames alive until sent, and each ``orjson.dumps`` output buffer then
-    cost ~3 us (fresh memory per frame) against ~0.5 us for the text's ``encode``. Any
-    field outside the shapes the writer makes (ids, role, ints) takes orjson's path."""
-    message_id, session_id, run_id, seq, step, role = row[0], row[1], row[3], row[2], row[4], row[5]
+    The bytes orjson makes of the frame's object, built as text: a flood keeps a whole
+    batch of frames alive until sent, and each ``orjson.dumps`` output buffer then cost
+    ~3 us (fresh memory per frame) against ~1 us for the text and its ``encode``. Ids,
+    session/run ids and the role go between quotes when they are letters, digits and
+    dashes; the timestamp is our own ISO text; any other field (a quote in an id, a bool
+    step) takes orjson's path."""
     if (
         type(seq) is not int
-        or (step is not None and type(step) is not int)
+        or (step_number is not None and type(step_number) is not int)
         or not _plain(message_id)
         or not _known_plain(session_id)
         or (run_id is not None and not _known_plain(run_id))
         or not _known_plain(role)
     ):
-        return _stored_frame_orjson(row)
-    stamp = row[11]
+        return _frame_orjson(
+            message_id, session_id, run_id, seq, role, content, step_number, timestamp
+        )
     run_text = "null" if run_id is None else f'"{run_id}"'
+    step_text = "null" if step_number is None else step_number
+    time_text = "null" if timestamp is None else f'"{timestamp}"'
     return (
         f'{{"type":"message","message":{{"id":"{message_id}","sessionId":"{session_id}",'
-        f'"runId":{run_text},"seq":{seq},"role":"{role}",'
-        f'"content":{row[9]},"stepNumber":{"null" if step is None else step},'
-        f'"timestamp":"{stamp[:10]}T{stamp[11:23]}Z"}}}}'
+        f'"runId":{run_text},"seq":{seq},"role":"{role}","content":{content},'
+        f'"stepNumber":{step_text},"timestamp":{time_text}}}}}'
     ).encode()
 
 
@@ -109,23 +124,54 @@ def _known_plain(text: object) -> bool:
     return True
 
 
-def _stored_frame_orjson(row: MessageRow) -> bytes:
-    stamp = row[11]
+def _frame_orjson(
+    message_id: str,
+    session_id: str,
+    run_id: str | None,
+    seq: int,
+    role: str,
+    content: str,
+    step_number: int | None,
+    timestamp: str | None,
+) -> bytes:
     return orjson.dumps(
         {
             "type": "message",
             "message": {
-                "id": row[0],
-                "sessionId": row[1],
-                "runId": row[3],
-                "seq": row[2],
-                "role": row[5],
-                "content": orjson.Fragment(row[9]),
-                "stepNumber": row[4],
-                "timestamp": f"{stamp[:10]}T{stamp[11:23]}Z",
+                "id": message_id,
+                "sessionId": session_id,
+                "runId": run_id,
+                "seq": seq,
+                "role": role,
+                "content": orjson.Fragment(content),
+                "stepNumber": step_number,
+                "timestamp": timestamp,
             },
         }
     )
+
+
+def _stamp_iso(stamp: str) -> str | None:
+    """API.md's timestamp (milliseconds, UTC) of SQLite's stored DATETIME text."""
+    if len(stamp) == 26 and stamp[10] == " ":  # YYYY-MM-DD HH:MM:SS.ffffff, as stored
+        return f"{stamp[:10]}T{stamp[11:23]}Z"
+    return iso(datetime.fromisoformat(stamp).replace(tzinfo=UTC))  # e.g. no fraction
+
+
+def stored_frame(row: MessageRow) -> bytes:
+    """The ``message`` frame of a row the writer just stored: its content is the JSON
+    text stored (encoded once, for the database and for every viewer); its timestamp
+    comes from the stored text (milliseconds, UTC)."""
+    return _frame(row[0], row[1], row[3], row[2], row[5], row[9], row[4], _stamp_iso(row[11]))
+
+
+def replay_frame(session_id: str, row: FrameRow) -> bytes:
+    """The ``message`` frame of a stored message read back (``store.replay``): the same
+    bytes as its live frame (``stored_frame``) when the database kept the writer's JSON
+    text (SQLite); PostgreSQL's ``jsonb`` gives the same JSON value in its own text."""
+    stamp = row[6]
+    timestamp = _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp)
+    return _frame(row[0], session_id, row[1], row[2], row[3], row[5], row[4], timestamp)
 
 
 def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The start-up sweep of agent cgroups a dead server left (its guard normally removes
 them; not when it was killed too): a node kills and removes only its own, and removes
-only the empty ones of other nodes (issue 17, item 9)."""
+only the empty ones of other nodes (issue 17, item 9); the guard alone empties an
+agent's cgroup; a terminal's command runs in its agent's cgroup, never in a new one."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_bridge import owner_marker
+from agent_bridge import TerminalHost, Workspace, owner_marker
 from agent_bridge.cgroups import KINDS, TOP, AgentCgroups, _owner_key, hierarchies
+from agent_bridge.orphans import process_start_time
 from agent_bridge.spawn import wrapped
 from agent_bridge.wrapper import kill_cgroup, remove_cgroup
 from tests.fuzz.support import alive
@@ -36,6 +38,14 @@ def kind(request: pytest.FixtureRequest) -> str:
     if parent is None or not os.access(parent, os.W_OK):
         pytest.skip(f"no writable {request.param} cgroup hierarchy here")
     return str(request.param)
+
+
+def scratch_directory(kind: str, label: str) -> Path:
+    """A directory of this test process's under the shared top: named like a live
+    server's (``<key>-<pid>-<start time>``), so that no server starting meanwhile on this
+    machine (other test runs) sweeps it away while it is empty."""
+    name = f"{label}-{os.getpid()}-{process_start_time(os.getpid())}"
+    return hierarchies()[kind] / TOP / name
 
 
 def agent_cgroup(
@@ -83,7 +93,7 @@ def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
 ) -> None:
     """No stop path runs here: the agent ends on its own, and its guard alone kills the
     daemon it detached into its cgroup, and removes that cgroup."""
-    base = hierarchies()[kind] / TOP / f"guard-test-{os.getpid()}"
+    base = scratch_directory(kind, "guardtest")
     base.mkdir(parents=True)
     pid_file = tmp_path / "daemon.pid"
     agent = (
@@ -110,3 +120,37 @@ def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
             remove_cgroup(str(cgroup))
         remove_cgroup(str(base))
     assert not base.exists()
+
+
+@pytest.mark.anyio
+async def test_a_terminal_runs_in_its_agents_cgroup_and_never_makes_one(
+    kind: str, tmp_path: Path
+) -> None:
+    """The command of a terminal joins its agent's cgroup (so the agent's guard and stop
+    kill all it starts); once that cgroup is gone (the agent ended) the command runs
+    without one, as with AGENT_CGROUPS=off, and the cgroup is not made again (nothing
+    would remove it)."""
+    cgroup = scratch_directory(kind, "terminaltest")
+    cgroup.mkdir(parents=True)
+    host = TerminalHost(Workspace(tmp_path), base_env={"PATH": os.environ["PATH"]})
+    host.cgroup = cgroup
+
+    async def run() -> dict[str, object]:
+        created = await host.handle("terminal/create", {"command": "cat /proc/self/cgroup"})
+        await host.handle("terminal/wait_for_exit", created)
+        output: dict[str, object] = await host.handle("terminal/output", created)
+        await host.handle("terminal/release", created)
+        return output
+
+    try:
+        joined = await run()
+        assert joined["exitStatus"] == {"exitCode": 0, "signal": None}
+        assert f"/{TOP}/{cgroup.name}\n" in str(joined["output"])
+        assert remove_cgroup(str(cgroup))
+        outside = await run()
+        assert outside["exitStatus"] == {"exitCode": 0, "signal": None}
+        assert f"/{TOP}/" not in str(outside["output"])
+        assert not cgroup.exists()
+    finally:
+        await host.close()
+        remove_cgroup(str(cgroup))

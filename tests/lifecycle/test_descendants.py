@@ -1,6 +1,7 @@
 """No process an agent started outlives its session, however it detaches (setsid and a
-double fork), nor the server that ran it (kill -9); and a node restarting on a host
-kills only what a dead process of its own left (issue 17, items 5, 9 and 11)."""
+double fork), directly or through a terminal (ACP terminal/create), nor the server that
+ran it (kill -9); and a node restarting on a host kills only what a dead process of its
+own left (issue 17, items 5, 9 and 11)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,13 +21,51 @@ from agent_bridge import kill_orphans, owner_marker
 from agent_bridge.cgroups import KINDS, hierarchies
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
 from server.app import create_app
-from tests.fuzz.support import alive, pid_from, raw_agent
+from tests.fuzz.support import alive, answers, line, pid_from, raw_agent, write
 from tests.helpers import create_session, live_agent_pid, processes_with_env
 
 
 def detaching_agent(folder: Path, pid_file: Path) -> str:
     """An agent whose first turn leaves a daemon behind (setsid + double fork) and ends."""
     return raw_agent(folder, [[{"detach": str(pid_file)}]])
+
+
+# A terminal command that leaves a daemon behind (setsid + double fork; pid to argv[1]),
+# then writes its own pid to argv[2] and runs on.
+DETACHING_COMMAND = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "        time.sleep(3600)\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+    "while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():\n"
+    "    time.sleep(0.005)\n"
+    "open(sys.argv[2], 'w').write(str(os.getpid()))\n"
+    "time.sleep(3600)\n"
+)
+
+
+def terminal_steps(folder: Path) -> list[dict[str, Any]]:
+    """Steps of the raw agent in ``folder``: run DETACHING_COMMAND in a terminal
+    (``terminal/create``, id "term"; pid files in ``folder``), and wait for the answer."""
+    args = ["-c", DETACHING_COMMAND, str(folder / "term-daemon.pid"), str(folder / "term.pid")]
+    params = {"sessionId": "raw", "command": sys.executable, "args": args}
+    return [
+        write(line({"id": "term", "method": "terminal/create", "params": params})),
+        {"await": ["term"]},
+    ]
+
+
+def terminal_pids(folder: Path) -> tuple[int, int]:
+    """(terminal command, its detached daemon) of the raw agent in ``folder``, once the
+    terminal was created and its command has written both."""
+    created = [a.get("result", a) for a in answers(folder) if a.get("id") == "term"]
+    assert created == [{"terminalId": "term_1"}]
+    wait_until(lambda: (folder / "term.pid").exists() and (folder / "term.pid").read_text())
+    return pid_from(folder / "term.pid"), pid_from(folder / "term-daemon.pid")
 
 
 def wait_until(predicate, timeout: float = 20) -> None:  # noqa: ANN001 - a test helper
@@ -79,6 +119,32 @@ def test_detached_descendants_die_with_their_session(
     assert base is None or not base.exists()  # and this server's directory at shutdown
 
 
+@pytest.mark.parametrize("cgroups", ["auto", "off"])
+def test_a_terminals_detached_descendants_die_with_the_session(
+    make_settings, tmp_path: Path, cgroups: str
+) -> None:
+    """The agent's terminal command detaches a daemon (setsid + double fork) and runs on:
+    with a cgroup both are in the agent's, and both are gone once the session ends."""
+    folder = tmp_path / "agent"
+    command = raw_agent(folder, [terminal_steps(folder)])
+    settings = make_settings(AGENT_COMMAND=command, AGENT_CGROUPS=cgroups)
+    with TestClient(create_app(settings)) as client:
+        repo = client.get("/api/repos").json()["repos"][0]["id"]
+        sid = create_session(client, repo)["id"]
+        run = client.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
+        wait_until(lambda: client.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+        terminal, daemon = terminal_pids(folder)
+        agent = live_agent_pid(client, sid)
+        assert os.getsid(daemon) not in (agent, terminal) and alive(terminal) and alive(daemon)
+        base = client.app.state.agent_sessions.hub.cgroups.base
+        if base is not None:
+            procs = (base / str(agent) / "cgroup.procs").read_text().split()
+            assert {str(agent), str(terminal), str(daemon)} <= set(procs)
+        assert client.post(f"/api/sessions/{sid}/complete").status_code == 200
+        assert not alive(terminal) and not alive(daemon)  # when it ended, not later
+        assert processes_with_env(f"{SESSION_ENV}={sid}\0") == []
+
+
 def usable(kind: str) -> bool:
     """Whether this machine lets a server make cgroups of ``kind`` ("off": always)."""
     path = hierarchies().get(kind)
@@ -92,36 +158,42 @@ def server_cgroups(kind: str, server_pid: int) -> list[Path]:
 
 @pytest.mark.parametrize("kind", ["v2", "freezer", "pids", "off"])
 def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path, kind: str) -> None:
-    """kill -9 of the server: the agent dies at once (parent-death signal set by the exec
-    wrapper), and its guard kills what the agent started: a child in its process group
-    and, in the agent's cgroup, one detached with setsid and a double fork. Without a
-    cgroup (AGENT_CGROUPS=off) the detached one is left to the next start's sweep."""
+    """kill -9 of the server: the agent and its terminal's command die at once
+    (parent-death signal set by the exec wrapper), and the agent's guard kills what they
+    started: a child in the agent's process group and, in the agent's cgroup (which the
+    terminal's command joined), one each detached with setsid and a double fork. Without
+    a cgroup (AGENT_CGROUPS=off) the detached ones are left to the next start's sweep."""
     if not usable(kind):
         pytest.skip(f"no writable {kind} cgroup hierarchy here")
     child_file, daemon_file = tmp_path / "child.pid", tmp_path / "daemon.pid"
-    command = raw_agent(
-        tmp_path / "agent", [[{"child": str(child_file)}, {"detach": str(daemon_file)}]]
-    )
+    steps = [{"child": str(child_file)}, {"detach": str(daemon_file)}]
+    command = raw_agent(tmp_path / "agent", [steps + terminal_steps(tmp_path / "agent")])
     server = live_server(AGENT_COMMAND=command, AGENT_CGROUPS=kind)
     with httpx.Client(base_url=server.url, timeout=30) as http:
         repo = http.get("/api/repos").json()["repos"][0]["id"]
         sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
         run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
         wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
-    ours = processes_with_env(f":{server.process.pid}:")  # agent, guard, child, daemon
+    terminal, terminal_daemon = terminal_pids(tmp_path / "agent")
+    # agent, guard, child, daemon, terminal, terminal_daemon
+    ours = processes_with_env(f":{server.process.pid}:")
     child, daemon = pid_from(child_file), pid_from(daemon_file)
-    assert len(ours) == 4 and {child, daemon} <= set(ours) and all(alive(p) for p in ours)
-    agent = next(p for p in ours if os.getsid(p) == p)
+    assert {child, daemon, terminal, terminal_daemon} <= set(ours) and len(ours) == 6
+    assert all(alive(p) for p in ours)
+    agent = next(p for p in ours if os.getsid(p) == p and p != terminal)
     assert os.getpgid(child) == agent and os.getsid(daemon) != agent  # detached
+    assert os.getsid(terminal_daemon) not in (agent, terminal)  # detached from the terminal
     if kind != "off":
-        assert [p.name for p in server_cgroups(kind, server.process.pid)]  # made at start
+        (owner,) = server_cgroups(kind, server.process.pid)  # made at start
+        in_cgroup = {int(p) for p in (owner / str(agent) / "cgroup.procs").read_text().split()}
+        assert {agent, child, daemon, terminal, terminal_daemon} <= in_cgroup
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(10)
     if kind == "off":
-        wait_until(lambda: not any(alive(p) for p in ours if p != daemon))
-        assert alive(daemon)  # the fallback: the next start's sweep
+        wait_until(lambda: not any(alive(p) for p in ours if p not in (daemon, terminal_daemon)))
+        assert alive(daemon) and alive(terminal_daemon)  # the fallback: the next start's sweep
         live_server(AGENT_COMMAND=command, AGENT_CGROUPS=kind)
-        assert not alive(daemon)
+        assert not alive(daemon) and not alive(terminal_daemon)
         return
     wait_until(lambda: not any(alive(p) for p in ours))  # with the server, no restart
     wait_until(lambda: server_cgroups(kind, server.process.pid) == [])  # nothing left behind

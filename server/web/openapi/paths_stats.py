@@ -67,7 +67,9 @@ STATS: dict[tuple[str, str], Schema] = {
         "Usage buckets of runs",
         {
             200: json_response(
-                "One bucket per key present in the range, in key order.",
+                "One bucket per key present in the range, in key order. Median and p95 are "
+                "exact while the range's days hold at most 5 000 runs, else estimated from "
+                "duration histograms within 19 % (README, Usage and insight).",
                 closed(
                     [*_ECHO, "groupBy", "buckets"],
                     **_ECHO,
@@ -83,7 +85,8 @@ STATS: dict[tuple[str, str], Schema] = {
         "Per tool name: calls, failures, median and p95 duration",
         {
             200: json_response(
-                "Most called first.",
+                "Most called first. Median and p95 as for /api/stats (exact up to 5 000 "
+                "calls, else within 19 %).",
                 closed(
                     [*_ECHO, "tools"], **_ECHO, tools={"type": "array", "items": ref("ToolStat")}
                 ),

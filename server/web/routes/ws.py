@@ -15,7 +15,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
 from server.sessions.errors import DomainError, NotFound
-from server.stream.frames import ack_frame, error_frame, message_frame
+from server.stream.frames import ack_frame, error_frame, replay_frame
 from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
@@ -24,11 +24,13 @@ from server.web.routes.prompts import submit_prompt
 from server.web.routes.sessions import session_json
 from server.web.state import AppState, app_state
 from server.web.ws_sender import FrameSender
-from store import messages as message_store
+from store import replay as replay_store
 
 log = logging.getLogger("agent_sessions.ws")
 
-REPLAY_PAGE = 500
+# Messages per replay page: one read transaction and one socket write each (~0.5 MB of
+# frames for flood text chunks).
+REPLAY_PAGE = 2000
 CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
 CLOSE_BAD_REQUEST = 4400
 
@@ -86,12 +88,10 @@ async def _replay(sender: FrameSender, state: AppState, session_id: str, after: 
     cursor = after
     while True:
         async with state.db.read() as db:
-            rows = await message_store.list_messages(
-                db, session_id, message_store.MessageFilter(after=cursor), limit=REPLAY_PAGE
-            )
+            rows = await replay_store.frame_rows(db, session_id, cursor, limit=REPLAY_PAGE)
         if rows:
-            await sender.send([message_frame(row) for row in rows])
-            cursor = rows[-1].seq
+            await sender.send([replay_frame(session_id, row) for row in rows])
+            cursor = rows[-1][2]
         if len(rows) < REPLAY_PAGE:
             return cursor
 
