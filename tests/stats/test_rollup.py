@@ -164,7 +164,10 @@ async def mutate(db: Database, rnd: random.Random, sessions: list[str]) -> None:
                 await s.execute(
                     update(ToolCall)
                     .where(ToolCall.id == call)
-                    .values(status="error", duration_ms=_duration(rnd))
+                    .values(
+                        status=rnd.choice(("error", "completed", "in_progress")),
+                        duration_ms=rnd.choice((None, _duration(rnd))),
+                    )
                 )
             elif rnd.random() < 0.1:
                 await s.execute(delete(ToolCall).where(ToolCall.id == call))
