@@ -35,6 +35,7 @@ from store.models import ToolCall
 __all__ = [
     "HotBatch",
     "HotWriter",
+    "MESSAGE_COLUMNS",
     "MessageRow",
     "SqliteHotWriter",
     "ToolCallInsert",
@@ -44,12 +45,6 @@ __all__ = [
     "sqlite_stamp",
 ]
 
-# The columns of a message row, in the order of ``MessageRow``.
-_MESSAGE_COLUMNS = (
-    "id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw, "
-    "created_at"
-)
-_INSERT_MESSAGES = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - constant columns
 _NOTE_ACTIVITY = "UPDATE sessions SET last_seq=?, updated_at=?, last_activity_at=? WHERE id=?"
 _STEP_COUNT = "UPDATE runs SET step_count=? WHERE id=?"
 _JSON_COLUMNS = frozenset({"input", "output"})
@@ -59,7 +54,7 @@ _TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 # created_at): partial and dropped 0/1, content and raw JSON text, created_at the text
 # of sqlite_stamp: exactly the values SQLAlchemy binds on SQLite.
 MessageRow = tuple[str, str, int, str | None, int | None, str, str, int, int, str, str | None, str]
-_ROW_KEYS = (
+MESSAGE_COLUMNS = (
     "id",
     "session_id",
     "seq",
@@ -71,7 +66,12 @@ _ROW_KEYS = (
     "dropped",
     "content",
     "raw",
+    "created_at",
 )
+"""The messages table's columns in the order of a ``MessageRow``."""
+_ROW_KEYS = MESSAGE_COLUMNS[:-1]
+_COLUMN_LIST = ", ".join(MESSAGE_COLUMNS)
+_INSERT_MESSAGES = f"INSERT INTO messages ({_COLUMN_LIST}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - constant columns
 
 
 class ToolCallInsert:

@@ -19,26 +19,13 @@ from sqlalchemy.engine import make_url
 from store.hot_writes import (
     _STEP_COUNT,
     _TOOL_COLUMNS,
+    MESSAGE_COLUMNS,
     HotBatch,
     ToolCallInsert,
 )
 
 __all__ = ["PgHotWriter"]
 
-_MESSAGE_COLUMNS = (
-    "id",
-    "session_id",
-    "seq",
-    "run_id",
-    "step_number",
-    "role",
-    "type",
-    "partial",
-    "dropped",
-    "content",
-    "raw",
-    "created_at",
-)
 _NOTE_ACTIVITY = "UPDATE sessions SET last_seq=$1, updated_at=$2, last_activity_at=$2 WHERE id=$3"
 _STEP_COUNT_PG = _STEP_COUNT.replace("step_count=?", "step_count=$1").replace("id=?", "id=$2")
 _NOTIFY = "SELECT pg_notify($1, $2)"
@@ -97,7 +84,7 @@ class PgHotWriter:
             if batch.messages:
                 await conn.copy_records_to_table(
                     "messages",
-                    columns=_MESSAGE_COLUMNS,
+                    columns=MESSAGE_COLUMNS,
                     records=[
                         (i, s, q, r, n, ro, t, p == 1, d == 1, c, w, when[at])
                         for (i, s, q, r, n, ro, t, p, d, c, w, at) in batch.messages

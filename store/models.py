@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from store.jsontypes import JsonObject, JsonValue
-from store.rollup import run_table, tool_table
+from store.rollup import RUN_STAT_COLUMNS, run_table, tool_table
 
 __all__ = [
     "Base",
@@ -176,21 +176,7 @@ class Run(Base):
         Index("ix_runs_session_created", "session_id", "created_at", "id"),
         Index("ix_runs_status", "status"),
         # /api/stats: one index-only range scan per query (see store/stats.py).
-        Index(
-            "ix_runs_stats",
-            "created_at",
-            "agent_id",
-            "repo_id",
-            "status",
-            "duration_ms",
-            "input_tokens",
-            "output_tokens",
-            "cached_tokens",
-            "cost_amount",
-            "cost_currency",
-            "tool_call_count",
-            "tool_failure_count",
-        ),
+        Index("ix_runs_stats", "created_at", *RUN_STAT_COLUMNS),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -259,8 +259,7 @@ def backfill_sql(dialect: str) -> list[str]:
     ]
 
 
-_RUN_WATCHED = (
-    "created_at",
+RUN_STAT_COLUMNS = (
     "agent_id",
     "repo_id",
     "status",
@@ -273,6 +272,9 @@ _RUN_WATCHED = (
     "tool_call_count",
     "tool_failure_count",
 )
+"""The run columns the statistics read: the covering index ``ix_runs_stats`` holds them
+after ``created_at``, the fast path reads the edges' runs by them, the triggers watch them."""
+_RUN_WATCHED = ("created_at", *RUN_STAT_COLUMNS)
 # A tool call's status counts only as error or not: pending -> in_progress -> completed
 # fires nothing until the end (each firing costs the writer ~0.15 ms on SQLite).
 _TOOL_WATCHED = ("created_at", "run_id", "tool_name", "(status = 'error')", "duration_ms")

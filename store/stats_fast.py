@@ -29,6 +29,7 @@ from store.histogram import estimate
 from store.rollup import (
     DAY,
     HIST,
+    RUN_STAT_COLUMNS,
     SHAPES,
     STATUS_COLUMNS,
     bin_sql,
@@ -203,22 +204,7 @@ _RUN_SUMS = (
 )
 
 
-_RUN_COLUMNS = ", ".join(
-    f"runs.{c}"
-    for c in (
-        "agent_id",
-        "repo_id",
-        "status",
-        "duration_ms",
-        "input_tokens",
-        "output_tokens",
-        "cached_tokens",
-        "cost_amount",
-        "cost_currency",
-        "tool_call_count",
-        "tool_failure_count",
-    )
-)
+_RUN_COLUMNS = ", ".join(f"runs.{c}" for c in RUN_STAT_COLUMNS)
 
 
 def _raw_runs(raw: str, kdim: str, where: str, dialect: str) -> str:

@@ -16,23 +16,9 @@ from typing import Any
 from benchlib.limits import BATCH, _rows
 from benchlib.procs import Server
 from benchlib.stats import median
+from store.hot_writes import MESSAGE_COLUMNS
 
 __all__ = ["phase_pg"]
-
-_COLUMNS = (
-    "id",
-    "session_id",
-    "seq",
-    "run_id",
-    "step_number",
-    "role",
-    "type",
-    "partial",
-    "dropped",
-    "content",
-    "raw",
-    "created_at",
-)
 
 
 def _plain(url: str) -> str:
@@ -113,7 +99,7 @@ async def _raw_rows_per_second(url: str, count: int) -> dict[str, Any]:
                 for n, (content, raw, kind) in enumerate(rows[start : start + BATCH])
             ]
             async with db.transaction():
-                await db.copy_records_to_table("messages", columns=_COLUMNS, records=records)
+                await db.copy_records_to_table("messages", columns=MESSAGE_COLUMNS, records=records)
         seconds = time.perf_counter() - started
         stored = await db.fetchval("SELECT count(*) FROM messages")
     finally:
