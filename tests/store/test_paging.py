@@ -6,15 +6,14 @@ runs page 5.6x dearer at 200 000 runs than at 11 000 when it was)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import Database, Run, ToolCall
 from store import runs as run_store
 from store import sessions as session_store
-from tests.store.conftest import sqlite_only
+from tests.store.conftest import query_plans, sqlite_only
 from tests.store.test_store import T0, session_record
 
 pytestmark = pytest.mark.anyio
@@ -96,28 +95,17 @@ async def test_cursor_pages_give_every_row_once_in_order_across_ties(store: Data
 @sqlite_only
 async def test_a_deep_cursor_page_searches_its_index_from_the_cursor(store: Database) -> None:
     await fill(store)
-    statements: list[tuple[str, Any]] = []
 
-    def capture(*args: Any) -> None:  # conn, cursor, statement, parameters, context, many
-        statements.append((args[2], args[3]))
+    async def read(db: AsyncSession) -> None:
+        await run_store.list_runs(db, run_store.RunFilter(), limit=5, before=(T0, "run-01"))
+        await session_store.list_sessions(
+            db, session_store.SessionFilter(), limit=2, before=(T0, "s-1")
+        )
+        await run_store.list_tool_calls(
+            db, "run-00", tool_name=None, statuses=(), limit=4, after=(1, "c-3")
+        )
 
-    engine = store.reader_engine.sync_engine
-    event.listen(engine, "before_cursor_execute", capture)
-    try:
-        async with store.read() as db:
-            await run_store.list_runs(db, run_store.RunFilter(), limit=5, before=(T0, "run-01"))
-            await session_store.list_sessions(
-                db, session_store.SessionFilter(), limit=2, before=(T0, "s-1")
-            )
-            await run_store.list_tool_calls(
-                db, "run-00", tool_name=None, statuses=(), limit=4, after=(1, "c-3")
-            )
-    finally:
-        event.remove(engine, "before_cursor_execute", capture)
-    pages = [(sql, params) for sql, params in statements if "ORDER BY" in sql]
-    assert len(pages) == 3
-    async with store.reader_engine.connect() as conn:
-        for sql, params in pages:
-            plan = (await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)).all()
-            details = " ".join(str(row[-1]) for row in plan)
-            assert "SEARCH" in details and "SCAN" not in details, (sql, details)
+    plans = await query_plans(store, read, "ORDER BY")
+    assert len(plans) == 3
+    for sql, details in plans:
+        assert "SEARCH" in details and "SCAN" not in details, (sql, details)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import Database
 from store import messages as message_store
-from tests.store.conftest import sqlite_only
+from tests.store.conftest import query_plans, sqlite_only
 from tests.store.test_store import message_row, session_record
 
 pytestmark = pytest.mark.anyio
@@ -56,20 +56,9 @@ async def test_every_sessions_pending_ones_are_read_through_the_partial_index(
     store: Database,
 ) -> None:
     await fill(store)
-    statements: list[tuple[str, Any]] = []
 
-    def capture(*args: Any) -> None:  # conn, cursor, statement, parameters, context, many
-        statements.append((args[2], args[3]))
+    async def read(db: AsyncSession) -> None:
+        await message_store.pending_elicitations(db, None)
 
-    engine = store.reader_engine.sync_engine
-    event.listen(engine, "before_cursor_execute", capture)
-    try:
-        async with store.read() as db:
-            await message_store.pending_elicitations(db, None)
-    finally:
-        event.remove(engine, "before_cursor_execute", capture)
-    [(sql, params)] = [(s, p) for s, p in statements if "FROM messages" in s]
-    async with store.reader_engine.connect() as conn:
-        plan = (await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)).all()
-    details = " ".join(str(row[-1]) for row in plan)
-    assert "ix_messages_elicitation" in details, details
+    [(sql, details)] = await query_plans(store, read, "FROM messages")
+    assert "ix_messages_elicitation" in details, (sql, details)
