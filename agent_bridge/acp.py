@@ -8,6 +8,7 @@ the host through ``ClientCallbacks``), file access confined to the session's
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from typing import Protocol
 
@@ -32,6 +33,8 @@ PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "agent-sessions", "title": "agent-sessions", "version": "0.1.0"}
 RESOURCE_NOT_FOUND = -32002
 
+log = logging.getLogger("agent_sessions.bridge")
+
 
 class ClientCallbacks(Protocol):
     """What the host does with what the agent sends."""
@@ -39,7 +42,11 @@ class ClientCallbacks(Protocol):
     async def on_session_update(
         self, update: JsonObject, raw: JsonObject, *, replayed: bool
     ) -> None:
-        """One ``session/update``, in arrival order. ``replayed`` during session/load."""
+        """One ``session/update``, in arrival order. ``replayed`` during session/load.
+
+        A host may also offer ``on_session_updates(updates, *, replayed)``: the updates
+        of one read from the agent's pipe (``(update, raw)`` pairs, in order) in one
+        call; it is used instead when present."""
         ...
 
     async def on_permission_request(
@@ -244,11 +251,25 @@ class AcpClient:
 
     # -- agent → client ----------------------------------------------------------------
 
-    async def on_notification(self, note: jsonrpc.Notification) -> None:
-        if note.method == "session/update" and isinstance(note.params, dict):
-            update = note.params.get("update")
-            if isinstance(update, dict):
-                await self._callbacks.on_session_update(update, note.raw, replayed=self._replaying)
+    async def on_notifications(self, notes: list[jsonrpc.Notification]) -> None:
+        updates: list[tuple[JsonObject, JsonObject]] = []
+        for note in notes:
+            params = note.params
+            if note.method == "session/update" and isinstance(params, dict):
+                update = params.get("update")
+                if isinstance(update, dict):
+                    updates.append((update, note.raw))
+        if not updates:
+            return
+        batch = getattr(self._callbacks, "on_session_updates", None)
+        if batch is not None:
+            await batch(updates, replayed=self._replaying)
+            return
+        for update, raw in updates:
+            try:
+                await self._callbacks.on_session_update(update, raw, replayed=self._replaying)
+            except Exception:
+                log.exception("session/update handler failed")
 
     async def on_request(self, request: jsonrpc.Request) -> Awaitable[JsonValue]:
         params = request.params if isinstance(request.params, dict) else {}

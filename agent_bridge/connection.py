@@ -30,7 +30,10 @@ STDERR_EOF_WAIT = 1.0
 class AgentHandler(Protocol):
     """What the connection calls back into, in the order the agent wrote its lines."""
 
-    async def on_notification(self, note: jsonrpc.Notification) -> None: ...
+    async def on_notifications(self, notes: list[jsonrpc.Notification]) -> None:
+        """Consecutive notifications of one read from the pipe, in order: one call for
+        all of them (a flood's chunk is one batch, not one await chain per line)."""
+        ...
 
     async def on_request(self, request: jsonrpc.Request) -> Awaitable[JsonValue]:
         """Runs in order; returns the awaitable answer, awaited in its own task (a
@@ -135,10 +138,7 @@ class AgentConnection:
     async def _dispatch(self, event: jsonrpc.Event) -> bool:
         """Handle one event; False when the connection is broken."""
         if isinstance(event, jsonrpc.Notification):
-            try:
-                await self._handler.on_notification(event)
-            except Exception:
-                log.exception("notification handler failed for %s", event.method)
+            await self._notify([event])
         elif isinstance(event, jsonrpc.Request):
             try:
                 answer = await self._handler.on_request(event)
@@ -179,20 +179,36 @@ class AgentConnection:
             return False
         return True
 
+    async def _notify(self, notes: list[jsonrpc.Notification]) -> None:
+        try:
+            await self._handler.on_notifications(notes)
+        except Exception:
+            log.exception("notification handler failed for %s", notes[0].method)
+
     async def _read_stdout(self) -> None:
         assert self.process.stdout is not None
         stdout = self.process.stdout
+        notification = jsonrpc.Notification
         try:
             while True:
                 chunk = await stdout.read(READ_CHUNK)
                 events = self._rpc.receive_data(chunk) if chunk else self._rpc.receive_eof()
+                notes: list[jsonrpc.Notification] = []
                 for event in events:
+                    if type(event) is notification:  # handled in runs, in order
+                        notes.append(event)
+                        continue
+                    if notes:
+                        await self._notify(notes)
+                        notes = []
                     if not await self._dispatch(event):
                         # Broken: nothing more is read. Our pipe ends close too, or a
                         # descendant holding theirs would keep the exit from being seen.
                         self.process.signal_group(signal.SIGKILL)
                         self.process.close_pipes()
                         return
+                if notes:
+                    await self._notify(notes)
                 await self._flush()
                 if not chunk:
                     return

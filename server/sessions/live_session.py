@@ -34,8 +34,10 @@ from server.sessions.pending import PendingRequest
 from server.sessions.permission_gate import PermissionGate
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.translate import Translator
+from server.sessions.turn import Turn
 from server.sessions.turn_runner import TurnRunner
 from server.sessions.workspaces.service import session_root
+from server.stream.writer import Draft
 from store import SessionRecord
 from store import sessions as session_store
 
@@ -193,39 +195,69 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
     async def on_session_update(
         self, update: JsonObject, raw: JsonObject, *, replayed: bool
     ) -> None:
+        await self.on_session_updates([(update, raw)], replayed=replayed)
+
+    async def on_session_updates(
+        self, updates: list[tuple[JsonObject, JsonObject]], *, replayed: bool
+    ) -> None:
+        """The updates of one read from the agent's pipe: translated and staged one by
+        one, submitted to the writer together (one receipt, one timestamp)."""
         if replayed:
-            self.translator.controls.apply_update(update)  # load replays them too
+            for update, _raw in updates:
+                self.translator.controls.apply_update(update)  # load replays them too
             return
-        turn = self.turn
+        writer = self.services.writer
+        drafts: list[Draft] = []
+        ops: list[Any] = []
+        for update, raw in updates:
+            turn = self.turn
+            try:
+                self._stage_update(update, raw, turn, drafts, ops)
+            except Exception:
+                log.exception("session/update handler failed", extra={"session_id": self.id})
+                continue
+            if turn is not None and turn.over_budget() and not turn.paused:
+                turn.paused = True
+                log.info(
+                    "step budget reached; pausing",
+                    extra={"session_id": self.id, "run_id": turn.run_id},
+                )
+                writer.submit(self.id, drafts, ops)
+                drafts, ops = [], []
+                await self._cancel_turn(turn)
+        if drafts or ops:
+            writer.submit(self.id, drafts, ops)
+        if writer.over_capacity:
+            await writer.wait_capacity()
+
+    def _stage_update(
+        self,
+        update: JsonObject,
+        raw: JsonObject,
+        turn: Turn | None,
+        drafts: list[Draft],
+        ops: list[Any],
+    ) -> None:
+        """Translate one update; add its drafts and ops (in order) to the batch's."""
         outputs, control_ops = agent_controls.from_agent(
             self, self.translator.translate(update, raw)
         )
-        if update.get("sessionUpdate") == "usage_update":
+        kind = update.get("sessionUpdate")
+        if kind == "usage_update":
             cost = update.get("cost")
             amount = cost.get("amount") if isinstance(cost, dict) else None
             if isinstance(amount, int | float) and not isinstance(amount, bool):
                 self.cost_seen = float(amount)
             if turn is not None:
                 turn.note_cost(cost)
-        if update.get("sessionUpdate") == "session_info_update" and isinstance(
-            update.get("title"), str
-        ):
+        staged, tool_ops = self._stage(outputs, turn)
+        drafts += staged
+        ops += tool_ops
+        if kind == "session_info_update" and isinstance(update.get("title"), str):
             title = update["title"]
 
             async def set_title(db: Any) -> None:
                 await session_store.update_session(db, self.id, title=title)
 
-            drafts, ops = self._stage(outputs, turn)
             ops.append(set_title)
-        else:
-            drafts, ops = self._stage(outputs, turn)
-        writer = self.services.writer
-        writer.submit(self.id, drafts, [*ops, *control_ops])
-        if writer.over_capacity:
-            await writer.wait_capacity()
-        if turn is not None and turn.over_budget() and not turn.paused:
-            turn.paused = True
-            log.info(
-                "step budget reached; pausing", extra={"session_id": self.id, "run_id": turn.run_id}
-            )
-            await self._cancel_turn(turn)
+        ops += control_ops
