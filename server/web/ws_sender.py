@@ -8,6 +8,12 @@ server) had 13 % of the event loop's time in ``WebSocket.send_text`` per frame: 
 middleware wrappers, the ``str`` → UTF-8 encode for each viewer, and a ``send`` syscall
 per frame. Frames arrive as UTF-8 bytes, encoded once for every viewer.
 
+With no extension negotiated (the server turns permessage-deflate off) the frames'
+headers are written here, RFC 6455's two to ten bytes before each frame's bytes, instead
+of through ``Protocol.send_text`` (a ``Frame`` object, its checks and ``serialize`` per
+frame per viewer: 5 % of the event loop's samples in a 40 000-update flood); with an
+extension (a client of another server configuration) the protocol frames them.
+
 Anything else (another ASGI server, another protocol) gets one ``send`` per frame.
 """
 
@@ -18,6 +24,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.exceptions import InvalidState
+from websockets.protocol import Side, State
 
 __all__ = ["FrameSender"]
 
@@ -69,9 +76,31 @@ class FrameSender:
         if protocol.disconnected or protocol.close_sent:
             raise WebSocketDisconnect(1006)
         conn = protocol.conn
-        try:
-            for frame in frames:
-                conn.send_text(frame)
-        except InvalidState:  # closing: as uvicorn's send
-            raise WebSocketDisconnect(1006) from None
-        protocol.transport.write(b"".join(conn.data_to_send()))
+        if conn.extensions or conn.side is not Side.SERVER or conn.debug:
+            try:
+                for frame in frames:
+                    conn.send_text(frame)
+            except InvalidState:  # closing: as uvicorn's send
+                raise WebSocketDisconnect(1006) from None
+            protocol.transport.write(b"".join(conn.data_to_send()))
+            return
+        if conn.state is not State.OPEN or conn.expect_continuation_frame:
+            raise WebSocketDisconnect(1006)  # closing: as uvicorn's send
+        parts = conn.data_to_send()  # whatever the protocol queued goes first
+        for frame in frames:
+            parts.append(_header(len(frame)))
+            parts.append(frame)
+        protocol.transport.write(b"".join(parts))
+
+
+_SMALL_HEADERS = tuple(bytes((0x81, size)) for size in range(126))
+
+
+def _header(size: int) -> bytes:
+    """RFC 6455's header of an unmasked, final text frame of ``size`` bytes (a server's,
+    no extension): what ``Frame.serialize`` writes, without building a ``Frame``."""
+    if size < 126:
+        return _SMALL_HEADERS[size]
+    if size < 65536:
+        return b"\x81\x7e" + size.to_bytes(2, "big")
+    return b"\x81\x7f" + size.to_bytes(8, "big")

@@ -16,12 +16,27 @@ from starlette.routing import WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket
 from websockets.asyncio.client import connect
+from websockets.frames import Frame, Opcode
 
-from server.web.ws_sender import FrameSender
+from server.web.ws_sender import FrameSender, _header
 
 pytestmark = pytest.mark.anyio
 
-FRAMES = [b'{"n":1}', '{"n":2,"text":"\u00e9t\u00e9"}'.encode(), b'{"n":3}']
+
+def _frame(size: int) -> bytes:
+    """A JSON text frame of exactly ``size`` bytes (UTF-8, non-ASCII in it)."""
+    head = '{"n":0,"text":"\u00e9'.encode()
+    return head + b"x" * (size - len(head) - 2) + b'"}'
+
+
+# Short, then every length encoding of RFC 6455's header at its edges (7-bit up to 125,
+# 16-bit from 126 to 65535, 64-bit from 65536).
+FRAMES = [
+    b'{"n":1}',
+    '{"n":2,"text":"\u00e9t\u00e9"}'.encode(),
+    b'{"n":3}',
+    *(_frame(size) for size in (125, 126, 65535, 65536, 200_000)),
+]
 
 
 async def endpoint(websocket: WebSocket) -> None:
@@ -35,7 +50,12 @@ async def endpoint(websocket: WebSocket) -> None:
 APP = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
 
 
-async def test_under_uvicorn_the_frames_go_in_one_write_each_its_own_frame() -> None:
+@pytest.mark.parametrize("compression", [None, "deflate"])
+async def test_under_uvicorn_the_frames_go_in_one_write_each_its_own_frame(
+    compression: str | None,
+) -> None:
+    """Without an extension the sender writes the frame headers itself; with
+    permessage-deflate negotiated the protocol frames (and compresses) them."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -48,15 +68,25 @@ async def test_under_uvicorn_the_frames_go_in_one_write_each_its_own_frame() -> 
             with anyio.fail_after(10):
                 while not server.started:  # noqa: ASYNC110 - uvicorn offers no event for it
                     await anyio.sleep(0.01)
-            async with connect(f"ws://127.0.0.1:{port}/ws") as ws:
-                received = [await ws.recv() for _ in range(4)]
+            async with connect(
+                f"ws://127.0.0.1:{port}/ws", compression=compression, max_size=None
+            ) as ws:
+                assert bool(ws.protocol.extensions) == (compression is not None)
+                received = [await ws.recv() for _ in range(len(FRAMES) + 1)]
             server.should_exit = True
     assert received[0] == "fast"
-    assert [frame.encode() for frame in received[1:]] == FRAMES
+    texts = [frame for frame in received[1:] if isinstance(frame, str)]  # text frames only
+    assert [text.encode() for text in texts] == FRAMES
 
 
 def test_any_other_asgi_server_gets_one_send_per_frame() -> None:
     with TestClient(APP) as client, client.websocket_connect("/ws") as ws:
-        received = [ws.receive_text() for _ in range(4)]
+        received = [ws.receive_text() for _ in range(len(FRAMES) + 1)]
     assert received[0] == "fallback"
     assert [frame.encode() for frame in received[1:]] == FRAMES
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65535, 65536, 200_000])
+def test_a_written_header_is_the_one_websockets_writes(size: int) -> None:
+    data = b"x" * size
+    assert _header(size) + data == Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[])
