@@ -3,6 +3,7 @@ WebSocket envelopes around it (``message``, ``hello``, ``ack``, ``error``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "message_view",
     "replay_frame",
     "stored_frame",
+    "stored_frames",
 ]
 
 
@@ -163,6 +165,58 @@ def stored_frame(row: MessageRow) -> bytes:
     text stored (encoded once, for the database and for every viewer); its timestamp
     comes from the stored text (milliseconds, UTC)."""
     return _frame(row[0], row[1], row[3], row[2], row[5], row[9], row[4], _stamp_iso(row[11]))
+
+
+def stored_frames(rows: Iterable[MessageRow]) -> dict[str, list[tuple[int, bytes]]]:
+    """``stored_frame`` of each row (the same bytes), per session, in order. The rows of
+    one submit share their session, run, role, step and timestamp: the frame's text
+    around id, seq and content is checked and made once for a run of such rows, and
+    each frame is one f-string (a flood's batch: ~0.5 us a frame less)."""
+    frames: dict[str, list[tuple[int, bytes]]] = {}
+    key: tuple[Any, ...] | None = None
+    shared: tuple[str, str, str] | None = None
+    out: list[tuple[int, bytes]] = []
+    for row in rows:
+        session_id, run_id, step, role, stamp = row[1], row[3], row[4], row[5], row[11]
+        row_key = (session_id, run_id, role, step, type(step), stamp)  # True == 1: the type too
+        if row_key != key:
+            key = row_key
+            shared = _shared_text(session_id, run_id, role, step, stamp)
+            out = frames.setdefault(session_id, [])
+        message_id, seq = row[0], row[2]
+        if shared is None or type(seq) is not int or not _plain(message_id):
+            out.append((seq, stored_frame(row)))
+            continue
+        after_id, after_seq, tail = shared
+        text = f"{_HEAD}{message_id}{after_id}{seq}{after_seq}{row[9]}{tail}"
+        out.append((seq, text.encode()))
+    return frames
+
+
+_HEAD = '{"type":"message","message":{"id":"'
+
+
+def _shared_text(
+    session_id: str, run_id: str | None, role: str, step: int | None, stamp: str
+) -> tuple[str, str, str] | None:
+    """The text ``_frame`` writes after the id, after the seq and after the content, for
+    rows of these columns; None when they take orjson's path."""
+    if (
+        (step is not None and type(step) is not int)
+        or not _known_plain(session_id)
+        or (run_id is not None and not _known_plain(run_id))
+        or not _known_plain(role)
+    ):
+        return None
+    run_text = "null" if run_id is None else f'"{run_id}"'
+    step_text = "null" if step is None else step
+    timestamp = _stamp_iso(stamp)
+    time_text = "null" if timestamp is None else f'"{timestamp}"'
+    return (
+        f'","sessionId":"{session_id}","runId":{run_text},"seq":',
+        f',"role":"{role}","content":',
+        f',"stepNumber":{step_text},"timestamp":{time_text}}}}}',
+    )
 
 
 def replay_frame(session_id: str, row: FrameRow) -> bytes:

@@ -24,7 +24,7 @@ from server import metrics
 from server.settings import CLEANUP_SECONDS
 from server.stream.broker import Broker
 from server.stream.clock import now_and_stamp
-from server.stream.frames import stored_frame
+from server.stream.frames import stored_frames
 from server.stream.ids import new_id
 from server.stream.receipt import Draft, Op, Receipt
 from store import Database
@@ -254,7 +254,7 @@ class Writer:
         metrics.observe_commit(time.perf_counter() - started, len(rows))
         if rows:
             metrics.count_messages([{"type": row[6]} for row in rows])
-            for session_id, frames in _frames(rows).items():
+            for session_id, frames in stored_frames(rows).items():
                 self._broker.publish(session_id, frames)
         for item in batch:
             item._set_committed(failed.get(id(item)))
@@ -326,14 +326,6 @@ class Writer:
         self._closing = True
         self._wake.set()
         await self._stopped.wait()
-
-
-def _frames(rows: list[MessageRow]) -> dict[str, list[tuple[int, bytes]]]:
-    """The WebSocket frame of each row, per session, in seq order."""
-    frames: dict[str, list[tuple[int, bytes]]] = {}
-    for row in rows:
-        frames.setdefault(row[1], []).append((row[2], stored_frame(row)))
-    return frames
 
 
 def _spans(rows: list[MessageRow]) -> dict[str, tuple[int, int]]:

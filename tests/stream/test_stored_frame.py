@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from server.stream.frames import stored_frame
+from server.stream.frames import stored_frame, stored_frames
 from server.stream.ids import new_id
 
 STAMP = "2026-11-24 21:38:41.985012"
@@ -83,3 +83,28 @@ def test_the_text_frame_is_the_bytes_orjson_makes(changes: dict[str, Any]) -> No
     message = row(**changes)
     assert stored_frame(message) == expected(message)
     assert stored_frame(message) == expected(message)  # again, with the plain strings known
+
+
+def test_a_batch_s_frames_are_each_row_s_frame_per_session_in_order() -> None:
+    """``stored_frames`` shares the text around id, seq and content between rows of the
+    same columns; every frame is still ``stored_frame``'s, whatever changes from row to
+    row (a step of True after a step of 1: equal, yet written differently)."""
+    run, other = new_id(), "0b5c5a2e-1b1a-4c1e-9e47-4a3f1e2d3c4c"
+    batch = [
+        row(seq=1),
+        row(seq=2),
+        row(seq=3, run_id=run, step=1),
+        row(seq=4, run_id=run, step=True),
+        row(seq=5, run_id=run, step=1, role="system"),
+        row(seq=1, session_id=other),
+        row(seq=6, id='a"b'),
+        row(seq=7, content={"type": "text", "text": TRICKY, "partial": True}),
+        row(seq=2, session_id=other, run_id="r\\"),
+        row(seq=8),
+    ]
+    frames = stored_frames(batch)
+    assert list(frames) == [SESSION, other]
+    for session, got in frames.items():
+        mine = [message for message in batch if message[1] == session]
+        assert got == [(message[2], stored_frame(message)) for message in mine]
+        assert [frame for _, frame in got] == [expected(message) for message in mine]
