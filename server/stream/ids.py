@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["new_id"]
+__all__ = ["new_id", "new_ids"]
 
 # rand_b's first hex digit carries the RFC variant (0b10xx): a random hex digit -> one
 # of 8, 9, a, b.
@@ -54,6 +54,36 @@ def new_id() -> str:
             _set_millis(_last_millis + 1)
     variant, rand_b = _VARIANT[r[start]], r[start + 1 : start + 16]
     return f"{_prefix}{_counter:03x}-{variant}{rand_b[:3]}-{rand_b[3:]}"
+
+
+def new_ids(count: int) -> list[str]:
+    """``count`` ids, the ones ``count`` calls of ``new_id`` would make (in order, each
+    after the one before it), with one clock read: a flood's submit takes a batch of
+    ids at once (0.9 -> 0.6 us an id)."""
+    global _random, _taken, _counter
+    if count <= 0:
+        return []
+    if _taken + 19 * count > len(_random):
+        _random, _taken = os.urandom(max(_RANDOM_BYTES, 10 * count)).hex(), 0
+    r, start = _random, _taken
+    _taken = start + 19 * count
+    millis = time.time_ns() // 1_000_000
+    counter = _counter
+    if millis > _last_millis:
+        counter = (int(r[start + 16 : start + 19], 16) & 0x7FF) - 1  # the first id: +1
+        _set_millis(millis)
+    prefix, variant, ids = _prefix, _VARIANT, []
+    for at in range(start, start + 19 * count, 19):
+        counter += 1
+        if counter > 0xFFF:
+            counter = 0
+            _set_millis(_last_millis + 1)
+            prefix = _prefix
+        ids.append(
+            f"{prefix}{counter:03x}-{variant[r[at]]}{r[at + 1 : at + 4]}-{r[at + 4 : at + 16]}"
+        )
+    _counter = counter
+    return ids
 
 
 def _set_millis(millis: int) -> None:

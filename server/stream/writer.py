@@ -25,7 +25,7 @@ from server.settings import CLEANUP_SECONDS
 from server.stream.broker import Broker
 from server.stream.clock import now_and_stamp
 from server.stream.frames import stored_frames
-from server.stream.ids import new_id
+from server.stream.ids import new_id, new_ids
 from server.stream.receipt import Draft, Op, Receipt
 from store import Database
 from store import messages as message_store
@@ -110,12 +110,13 @@ class Writer:
             now, stamp = now_and_stamp()  # one text per submit, for the row and the frame
             seq = self._seq[session_id]
             dumps = orjson.dumps
+            fresh = iter(new_ids(sum(1 for draft in drafts if draft.id is None)))
             for draft in drafts:
                 seq += 1
                 content, raw = draft.content, draft.raw
                 rows.append(
                     (
-                        draft.id or new_id(),
+                        draft.id or next(fresh),
                         session_id,
                         seq,
                         draft.run_id,
