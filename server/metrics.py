@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter as _Tally
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -74,8 +74,9 @@ def observe_commit(seconds: float, rows: int) -> None:
     BATCH_ROWS.observe(rows)
 
 
-def count_messages(rows: Sequence[Mapping[str, object]]) -> None:
-    for kind, count in _Tally(row["type"] for row in rows).items():
+def count_messages(types: Iterable[str]) -> None:
+    """Count stored messages by their ``type`` (one per message)."""
+    for kind, count in _Tally(types).items():
         MESSAGES.labels(type=kind).inc(count)
 
 

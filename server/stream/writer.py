@@ -12,6 +12,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import anyio
@@ -41,6 +42,7 @@ from store.hot_writes import (
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
 log = logging.getLogger("agent_sessions.writer")
+_TYPE = itemgetter(6)  # a MessageRow's type
 
 MAX_BATCH_ROWS = 2000
 MAX_PENDING_ROWS = 20000
@@ -254,7 +256,7 @@ class Writer:
         rows = [row for item in batch if id(item) not in failed for row in item.rows]
         metrics.observe_commit(time.perf_counter() - started, len(rows))
         if rows:
-            metrics.count_messages([{"type": row[6]} for row in rows])
+            metrics.count_messages(map(_TYPE, rows))
             for session_id, frames in stored_frames(rows).items():
                 self._broker.publish(session_id, frames)
         for item in batch:
