@@ -1,0 +1,102 @@
+"""SQLite's hot writer commits a small batch (paced updates) on the event loop's thread
+when the database's write lock is free, and a big one (a flood's) on the writer's
+thread; a small batch whose lock another connection holds never makes the loop wait:
+it goes to the writer's thread, which waits for the lock as before."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+
+import pytest
+from anyio import create_task_group, wait_all_tasks_blocked
+from sqlalchemy.engine import make_url
+
+from server.stream.broker import Broker
+from server.stream.writer import Draft, Writer
+from store import Database
+from store.engine import SQLITE_BUSY_TIMEOUT_MS
+from store.hot_writes import INLINE_ROWS, HotBatch, SqliteHotWriter
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def sqlite_store(store: Database) -> Iterator[Database]:
+    if store.dialect != "sqlite":
+        pytest.skip("SQLite's hot writer")
+    yield store
+
+
+def batch(store: Database, rows: int) -> HotBatch:
+    """A batch of ``rows`` messages of session s1, as the writer builds it."""
+    writer = Writer(store, Broker())
+    writer.open_session("s1", 0)
+    receipt = writer.submit("s1", [Draft("agent", {"type": "text", "text": "x"})] * rows)
+    hot = writer._hot_batch([receipt])
+    assert hot is not None
+    return hot
+
+
+def threads_of(hot: SqliteHotWriter) -> list[int]:
+    """Record the thread each transaction of ``hot`` is written on."""
+    seen: list[int] = []
+    write = hot._write
+
+    def recording(conn: sqlite3.Connection, batch: HotBatch) -> None:
+        seen.append(threading.get_ident())
+        write(conn, batch)
+
+    hot._write = recording  # type: ignore[method-assign]
+    return seen
+
+
+def count(path: str) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+
+async def test_a_small_batch_on_the_loop_thread_a_big_one_on_the_writer_thread(
+    sqlite_store: Database,
+) -> None:
+    path = make_url(sqlite_store.url).database
+    assert path is not None
+    hot = SqliteHotWriter(path)
+    seen = threads_of(hot)
+    small, big = batch(sqlite_store, INLINE_ROWS), batch(sqlite_store, INLINE_ROWS + 1)
+    big.messages[:] = [
+        (f"b{n}", *row[1:2], row[2] + INLINE_ROWS, *row[3:]) for n, row in enumerate(big.messages)
+    ]
+    try:
+        await hot.commit(small, None)
+        await hot.commit(big, None)
+    finally:
+        await hot.close()
+    assert seen[0] == threading.get_ident()
+    assert seen[1] != threading.get_ident()
+    assert count(path) == 2 * INLINE_ROWS + 1
+
+
+async def test_a_small_batch_whose_lock_is_held_waits_on_the_writer_thread(
+    sqlite_store: Database,
+) -> None:
+    path = make_url(sqlite_store.url).database
+    assert path is not None
+    hot = SqliteHotWriter(path)
+    seen = threads_of(hot)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another connection's write transaction
+    try:
+        async with create_task_group() as tg:
+            tg.start_soon(hot.commit, batch(sqlite_store, 1), None)
+            await wait_all_tasks_blocked()  # the commit waits on the writer's thread
+            assert seen == []  # the loop did not write (nor wait: we are here)
+            holder.execute("COMMIT")
+        assert len(seen) == 1 and seen[0] != threading.get_ident()
+        assert count(path) == 1
+        busy = hot._connection().execute("PRAGMA busy_timeout").fetchone()[0]
+        assert busy == SQLITE_BUSY_TIMEOUT_MS  # restored after the attempt
+    finally:
+        holder.close()
+        await hot.close()
