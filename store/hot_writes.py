@@ -54,6 +54,12 @@ _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # thread wake-ups, a self-pipe write) cost more than the commit itself. At 1 000
 # updates/s (one row a commit) the server's CPU fell from ~395 to ~300 us an update.
 INLINE_ROWS = 8
+# This connection never checkpoints on COMMIT (wal_autocheckpoint=0), so an inline commit
+# never copies the WAL into the database file and fsyncs it on the event loop's thread:
+# the writer's thread runs a PASSIVE checkpoint after a commit once this many rows or
+# commits went into the WAL since the last one (about SQLite's default of 1 000 pages).
+CHECKPOINT_ROWS = 2000
+CHECKPOINT_COMMITS = 200
 _TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 
 # (id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,
@@ -158,6 +164,7 @@ class SqliteHotWriter:
         self._conn: sqlite3.Connection | None = None
         self._statements: dict[tuple[str, tuple[str, ...]], str] = {}
         self._thread = anyio.CapacityLimiter(1)
+        self._rows = self._commits = 0  # written since the last checkpoint
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -167,6 +174,7 @@ class SqliteHotWriter:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # see CHECKPOINT_ROWS
             self._conn = conn
         return self._conn
 
@@ -175,9 +183,16 @@ class SqliteHotWriter:
         None); a batch of at most ``INLINE_ROWS`` rows on the calling thread when the
         database's write lock is free at once."""
         assert announce is None
-        if len(batch.messages) + len(batch.tools) <= INLINE_ROWS and self._commit_inline(batch):
+        if (
+            len(batch.messages) + len(batch.tools) <= INLINE_ROWS
+            and not self._checkpoint_due()
+            and self._commit_inline(batch)
+        ):
             return
         await anyio.to_thread.run_sync(self.commit_sync, batch, limiter=self._thread)
+
+    def _checkpoint_due(self) -> bool:
+        return self._rows >= CHECKPOINT_ROWS or self._commits >= CHECKPOINT_COMMITS
 
     def _commit_inline(self, batch: HotBatch) -> bool:
         """``commit_sync`` without waiting for the write lock: False, with nothing done,
@@ -202,6 +217,9 @@ class SqliteHotWriter:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         self._write(conn, batch)
+        if self._checkpoint_due():
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._rows = self._commits = 0
 
     def _write(self, conn: sqlite3.Connection, batch: HotBatch) -> None:
         """The transaction begun: write ``batch`` and commit; on any error roll back and
@@ -219,6 +237,8 @@ class SqliteHotWriter:
                 )
             self._tools(conn, batch.tools)
             conn.execute("COMMIT")
+            self._rows += len(batch.messages) + len(batch.tools)
+            self._commits += 1
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")

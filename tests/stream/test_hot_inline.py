@@ -8,14 +8,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from anyio import create_task_group, wait_all_tasks_blocked
+from anyio import create_task_group, fail_after, wait_all_tasks_blocked
 from sqlalchemy.engine import make_url
 
 from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
-from store import Database
+from store import Database, hot_writes
 from store.engine import SQLITE_BUSY_TIMEOUT_MS
 from store.hot_writes import INLINE_ROWS, HotBatch, SqliteHotWriter
 
@@ -88,11 +89,14 @@ async def test_a_small_batch_whose_lock_is_held_waits_on_the_writer_thread(
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another connection's write transaction
     try:
-        async with create_task_group() as tg:
-            tg.start_soon(hot.commit, batch(sqlite_store, 1), None)
-            await wait_all_tasks_blocked()  # the commit waits on the writer's thread
-            assert seen == []  # the loop did not write (nor wait: we are here)
-            holder.execute("COMMIT")
+        # far below the busy timeout: a loop thread that waited for the lock would be
+        # stuck past it and the scope would time out
+        with fail_after(SQLITE_BUSY_TIMEOUT_MS / 1000 / 3):
+            async with create_task_group() as tg:
+                tg.start_soon(hot.commit, batch(sqlite_store, 1), None)
+                await wait_all_tasks_blocked()  # the commit waits on the writer's thread
+                assert seen == []  # the loop did not write (nor wait: we are here)
+                holder.execute("COMMIT")
         assert len(seen) == 1 and seen[0] != threading.get_ident()
         assert count(path) == 1
         busy = hot._connection().execute("PRAGMA busy_timeout").fetchone()[0]
@@ -100,3 +104,31 @@ async def test_a_small_batch_whose_lock_is_held_waits_on_the_writer_thread(
     finally:
         holder.close()
         await hot.close()
+
+
+async def test_the_loop_thread_never_checkpoints_the_writer_thread_does(
+    sqlite_store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commits on the hot connection leave the WAL alone (no checkpoint, so no copy and
+    fsync on the event loop's thread); once a checkpoint is due the next batch goes to the
+    writer's thread, which checkpoints after its commit."""
+    monkeypatch.setattr(hot_writes, "CHECKPOINT_COMMITS", 3)
+    path = make_url(sqlite_store.url).database
+    assert path is not None
+    hot = SqliteHotWriter(path)
+    seen = threads_of(hot)
+    size = Path(path).stat().st_size
+    try:
+        for n in range(4):
+            small = batch(sqlite_store, 1)
+            small.messages[:] = [(f"m{n}", *small.messages[0][1:2], n + 1, *small.messages[0][3:])]
+            await hot.commit(small, None)
+            if n < 3:  # inline: the rows are in the WAL only
+                assert Path(path).stat().st_size == size
+        assert hot._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    finally:
+        await hot.close()
+    loop = threading.get_ident()
+    assert seen[:3] == [loop] * 3 and seen[3] != loop
+    assert Path(path).stat().st_size > size  # the checkpoint copied the pages in
+    assert count(path) == 4
