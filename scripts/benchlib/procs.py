@@ -235,7 +235,8 @@ class Server:
         env: dict[str, str] | None = None,
         log_name: str = "server.log",
     ) -> Server:
-        """Start with a fresh SQLite file under ``workdir``; time start → /readyz 200."""
+        """Start on the SQLite file under ``workdir`` (new in a new directory; the one a
+        server left there on a restart); time start → /readyz 200."""
         port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "workspace" / "bench").mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,8 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     startup = r["startup"]
     out.append(
         {
-            "target": f"start-up ≤ {TARGET_STARTUP_RATIO:g} × bare uvicorn (medians)",
+            "target": f"start-up (schema current) ≤ {TARGET_STARTUP_RATIO:g} × bare uvicorn"
+            " (medians)",
             "value": startup["median_s"] / startup["bare_median_s"],
             "met": startup["median_s"] <= TARGET_STARTUP_RATIO * startup["bare_median_s"],
         }
@@ -210,13 +211,23 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     st = r["startup"]
     out.append(
         (
-            "start-up: process start → /readyz (s, median)",
+            "start-up: process start → /readyz (s, median), schema current",
             f"{st['median_s']:.2f}",
             f"bare uvicorn {st['bare_median_s']:.2f}",
             _x(st["median_s"], st["bare_median_s"]),
             f"max {st['max_s']:.2f}",
         )
     )
+    if "first_median_s" in st:
+        out.append(
+            (
+                "  first start on a new database (migrations run)",
+                f"{st['first_median_s']:.2f}",
+                f"bare uvicorn {st['bare_median_s']:.2f}",
+                _x(st["first_median_s"], st["bare_median_s"]),
+                "",
+            )
+        )
     pg = r.get("pg")
     if pg:
         out.append(

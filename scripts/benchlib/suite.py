@@ -217,9 +217,17 @@ def _flood(
 
 
 def phase_startup(ctx: Context) -> dict[str, Any]:
-    real, bare = [], []
+    """Process start → /readyz 200: a restart on a database whose schema is current (the
+    plain start the target is about: no migrations run), the first start on a new file
+    (the migrations run), and a bare uvicorn app, interleaved."""
+    real, first, bare = [], [], []
     for n in range(ctx.sizes.startup_runs):
         server = Server.start(ctx.tracker, ctx.workdir / f"startup-{n}")
+        first.append(server.startup_seconds)
+        ctx.tracker.stop(server.process)
+        server = Server.start(  # the same directory: the same database file, migrated
+            ctx.tracker, ctx.workdir / f"startup-{n}", log_name="server-restart.log"
+        )
         real.append(server.startup_seconds)
         ctx.tracker.stop(server.process)
         port = free_port()
@@ -236,6 +244,8 @@ def phase_startup(ctx: Context) -> dict[str, Any]:
         "runs_s": real,
         "median_s": median(real),
         "max_s": max(real),
+        "first_runs_s": first,
+        "first_median_s": median(first),
         "bare_runs_s": bare,
         "bare_median_s": median(bare),
     }
@@ -434,9 +444,8 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
         results["limits"] = phase_limits(ctx)
         phase("ingest, latency, fan-out (server and bare relay)")
         server = Server.start(ctx.tracker, workdir / "main", env={"MAX_CONCURRENT_SESSIONS": "500"})
-        results["startup"]["runs_s"].append(server.startup_seconds)
-        results["startup"]["median_s"] = median(results["startup"]["runs_s"])
-        results["startup"]["max_s"] = max(results["startup"]["runs_s"])
+        results["startup"]["first_runs_s"].append(server.startup_seconds)
+        results["startup"]["first_median_s"] = median(results["startup"]["first_runs_s"])
         bare = _Bare(ctx)
         try:
             repo_id = server.api("POST", "/api/repos", {"path": "bench"}, expect=201)["id"]

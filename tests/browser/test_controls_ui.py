@@ -62,9 +62,13 @@ def test_mode_switch_changes_the_answer_and_model_is_picked(
     wait_turns(page, 1)
     expect(page.locator(".msg-agent").last).not_to_contain_text("[ask mode]")
 
+    # each change is confirmed (announced) once the server has it, before the next one
+    announcer = page.locator("#announcer")
     mode.focus()
     mode.select_option("ask")
+    expect(announcer).to_have_text("Mode ask chosen")
     model.select_option("demo-large")
+    expect(announcer).to_have_text(re.compile(r"demo-large chosen$"))
     expect(mode).to_have_value("ask")
     expect(model).to_have_value("demo-large")
     # the server's state, not just the page's: the controls the agent now reports

@@ -35,9 +35,13 @@ LEASE = 2.0
 def two_nodes(live_server: Any) -> Any:
     """Start a node by name; every node of a test shares the test's database."""
 
-    def start(name: str) -> Any:
+    def start(name: str, **env: Any) -> Any:
         return live_server(
-            NODE_ID=name, LEASE_SECONDS=LEASE, CLUSTER_SECRET="s3cret", MAX_CONCURRENT_SESSIONS=4
+            NODE_ID=name,
+            LEASE_SECONDS=LEASE,
+            CLUSTER_SECRET="s3cret",
+            MAX_CONCURRENT_SESSIONS=4,
+            **env,
         )
 
     return start
@@ -125,7 +129,10 @@ async def test_create_on_a_watch_and_command_through_b(two_nodes) -> None:
 
 
 async def test_global_limit_holds_across_nodes(two_nodes) -> None:
-    a, b = two_nodes("node-a"), two_nodes("node-b")
+    # the admitted agents start while each node answers ~500 racing requests: the
+    # default start timeout, not the suite's 20 s (a start took longer under CI load once)
+    a = two_nodes("node-a", AGENT_START_TIMEOUT=60)
+    b = two_nodes("node-b", AGENT_START_TIMEOUT=60)
     statuses: list[int] = []
     limits = httpx.Limits(max_connections=48, max_keepalive_connections=0)  # no idle-close races
     async with (
