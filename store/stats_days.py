@@ -17,13 +17,13 @@ as before; so are ranges whose tails would need raw runs or would share a UTC da
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from store.rollup import DAY
 
-__all__ = ["DayPlan", "cover", "signed_plan", "signed_sql"]
+__all__ = ["DayPlan", "cover", "one_of", "signed_plan", "signed_sql"]
 
 _US = 1_000_000
 Piece = tuple[int, int, str]  # [from, to) in microseconds since the epoch, bucket label
@@ -154,8 +154,21 @@ def signed_plan(pieces: list[Piece], grains: Sequence[int]) -> DayPlan | None:
     return best[1]
 
 
+def one_of(dialect: str, values: Iterable[int]) -> str:
+    """SQL: ``IN`` a list of integers; on PostgreSQL ``= ANY`` of one array constant
+    (parsing and planning a year's ~3 000 listed constants took ~7 ms of its ~40)."""
+    joined = ",".join(map(str, values))
+    if dialect == "postgresql":
+        return f"= ANY(CAST('{{{joined}}}' AS bigint[]))"
+    return f"IN ({joined})"
+
+
 def signed_sql(
-    plan: DayPlan, columns: Sequence[str], label: Callable[[str], str], hist: Sequence[str]
+    plan: DayPlan,
+    columns: Sequence[str],
+    label: Callable[[str], str],
+    hist: Sequence[str],
+    dialect: str,
 ) -> tuple[str, list[str]]:
     """SQL of ``plan``: a WITH clause (the tails summed per UTC day, or '') and the parts
     (label, kval, cur_null, currency, ``columns``) for the outer query's UNION ALL.
@@ -169,13 +182,13 @@ def signed_sql(
         parts.append(
             f"SELECT {label('s.slot' if plan.ceil else f's.slot + {DAY - 1}')} AS label, {key}, "
             f"{listed} FROM stats_runs s "
-            f"WHERE s.grain = {DAY} AND {picked} AND s.slot IN ({', '.join(map(str, plan.days))})"
+            f"WHERE s.grain = {DAY} AND {picked} AND s.slot {one_of(dialect, plan.days)}"
         )
     if not plan.tails:
         return "", parts
     slots = " UNION ALL ".join(
         f"SELECT s.slot - s.slot % {DAY} AS day, {key}, {listed} FROM stats_runs s "
-        f"WHERE s.grain = {grain} AND {picked} AND s.slot IN ({', '.join(map(str, starts))})"
+        f"WHERE s.grain = {grain} AND {picked} AND s.slot {one_of(dialect, starts)}"
         for grain, starts in sorted(plan.tails.items())
     )
     sums = ", ".join(
@@ -193,6 +206,6 @@ def signed_sql(
             name = name if plan.ceil else (first if name == last else last)
             parts.append(
                 f"SELECT {name} AS label, t.kval, t.cur_null, t.currency, "
-                f"{values} FROM t WHERE t.day IN ({', '.join(map(str, labels))})"
+                f"{values} FROM t WHERE t.day {one_of(dialect, labels)}"
             )
     return with_, parts

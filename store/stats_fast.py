@@ -36,7 +36,7 @@ from store.rollup import (
     bin_sql,
     fence,
 )
-from store.stats_days import cover, signed_plan, signed_sql
+from store.stats_days import cover, one_of, signed_plan, signed_sql
 
 __all__ = [
     "EXACT_LIMIT",
@@ -147,8 +147,8 @@ async def no_jit(db: AsyncSession) -> None:
 
 def plan(
     pieces: list[Piece], grains: Sequence[int], dialect: str
-) -> tuple[dict[int, str], str | None]:
-    """The roll-up slots of ``pieces`` (a list of slot starts per grain, for ``IN``) and
+) -> tuple[dict[int, list[int]], str | None]:
+    """The roll-up slots of ``pieces`` (slot starts per grain, for ``IN``/``one_of``) and
     their raw pieces (a derived table a, b, label), or None. The slots are listed rather
     than joined to a table of ranges: with a join, SQLite (given ANALYZE statistics) built
     a Bloom filter over the whole roll-up for every query, and PostgreSQL looped."""
@@ -160,7 +160,7 @@ def plan(
             slots.setdefault(g, []).extend(range(lo, hi, g))
         raw += [f"{_stored(dialect, x)}, {_stored(dialect, y)}, '{label}'" for x, y in rest]
     return (
-        {g: ", ".join(map(str, starts)) for g, starts in slots.items()},
+        slots,
         _values(dialect, raw, ("a", "b", "label")) if raw else None,
     )
 
@@ -285,7 +285,7 @@ async def run_buckets(
         days = signed_plan(pieces, grains)
         if days is not None:  # the whole local days as UTC days +/- tails (store.stats_days)
             named = partial(day_label, dialect, query)
-            with_, parts = signed_sql(days, (*_RUN_SUMS, *HIST), named, HIST)
+            with_, parts = signed_sql(days, (*_RUN_SUMS, *HIST), named, HIST, dialect)
             pieces = days.edges
     else:
         pieces = [(us(query.start), us(query.end), "")]
@@ -297,7 +297,7 @@ async def run_buckets(
         parts.append(
             f"SELECT {label} AS label, s.kval, s.cur_null, s.currency, {columns} "
             f"FROM stats_runs s WHERE s.grain = {grain} AND s.fa = :fa AND s.fr = :fr "
-            f"AND s.kdim = :kdim AND s.slot IN ({starts})"
+            f"AND s.kdim = :kdim AND s.slot {one_of(dialect, starts)}"
         )
     params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
