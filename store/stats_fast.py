@@ -3,10 +3,11 @@ exact queries, in time that does not grow with the number of runs.
 
 A range is cut into whole slots of the roll-up (days, 4 h, 1 h, 15 min: the largest that
 fit) and the pieces at its edges that no slot covers, which are read from the runs
-themselves. Day buckets of a zone are cut the same way, day by day, along the zone's local
-midnights (store.stats.zone_offsets): a zone whose offset is whole hours needs no raw piece
-inside the range, one with a half- or quarter-hour offset reads 15 min slots (or, filtered
-by agent or repository, the runs of the hour its midnight falls in).
+themselves. Day buckets of a zone are cut along the zone's local midnights
+(store.stats.zone_offsets); a zone whose offset is whole, half or quarter hours needs no raw
+piece inside the range (15 min slots are kept in every filter combination since migration
+0008). The whole local days are read as UTC days plus and minus the tails at their
+midnights (store/stats_days.py), the range's first and last pieces slot by slot.
 
 Sums and counts are exact. Median and p95 are exact below ``EXACT_LIMIT`` runs in the range
 (the exact queries answer then); above, they are estimated from the duration histograms:
