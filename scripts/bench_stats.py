@@ -181,7 +181,7 @@ def _with_counts(
 Query = Callable[[Any], Awaitable[Any]]
 
 
-def queries(now: datetime) -> list[tuple[str, Query]]:
+def queries(now: datetime, repo: str) -> list[tuple[str, Query]]:
     out: list[tuple[str, Query]] = []
     for days in (1, 30, 365):
         for tz in ("UTC", "Asia/Kolkata"):
@@ -197,16 +197,26 @@ def queries(now: datetime) -> list[tuple[str, Query]]:
         out.append(
             (f"{days} d tools", lambda db, q=query: tool_stats_fast.tool_stats(db, q, limit=50))
         )
-    for tz in ("UTC", "Asia/Kolkata"):
-        query = stats_store.StatsQuery(
-            start=now - timedelta(days=365), end=now, tz=tz, agent_id="claude"
-        )
-        out.append(
-            (
-                f"365 d by day, {tz}, one agent",
-                lambda db, q=query: stats_fast.run_buckets(db, q, "day"),
+    # a year by day in zones whose midnights are not UTC's: whole hours, half and quarter
+    # hours, unfiltered and filtered (one agent, one repository, both)
+    for tz in ("UTC", "America/New_York", "Asia/Kolkata", "Asia/Kathmandu"):
+        for name, filters in (
+            ("", {}),
+            (", one agent", {"agent_id": "claude"}),
+            (", one repo", {"repo_id": repo}),
+            (", agent+repo", {"agent_id": "claude", "repo_id": repo}),
+        ):
+            if not filters and tz in ("UTC", "Asia/Kolkata"):
+                continue  # in the table above
+            query = stats_store.StatsQuery(
+                start=now - timedelta(days=365), end=now, tz=tz, **filters
             )
-        )
+            out.append(
+                (
+                    f"365 d by day, {tz}{name}",
+                    lambda db, q=query: stats_fast.run_buckets(db, q, "day"),
+                )
+            )
     query = stats_store.StatsQuery(start=now - timedelta(days=365), end=now, agent_id="claude")
     out.append(
         ("365 d tools, one agent", lambda db, q=query: tool_stats_fast.tool_stats(db, q, limit=50))
@@ -242,7 +252,9 @@ async def measure(url: str, now: datetime, repeat: int) -> list[tuple[str, float
     db = open_database(url)
     out = []
     try:
-        for name, run in queries(now):
+        async with db.read() as session:
+            repo = (await session.execute(text("SELECT repo_id FROM runs LIMIT 1"))).scalar()
+        for name, run in queries(now, str(repo)):
             times = []
             for _ in range(repeat + 1):  # the first warms the cache and is not counted
                 async with db.read() as session:
@@ -265,9 +277,9 @@ async def prepare(url: str) -> None:
 
 def report(label: str, rows: list[tuple[str, float, float]]) -> None:
     print(f"\n{label}")
-    print(f"  {'query':<40} {'median ms':>10} {'best ms':>9}")
+    print(f"  {'query':<48} {'median ms':>10} {'best ms':>9}")
     for name, median, best in rows:
-        print(f"  {name:<40} {median:>10.1f} {best:>9.1f}")
+        print(f"  {name:<48} {median:>10.1f} {best:>9.1f}")
 
 
 def bench_sqlite(

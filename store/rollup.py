@@ -7,9 +7,10 @@ in seconds, ``slot`` its start (Unix seconds, a multiple of ``grain``), ``fa``/`
 run's agent/repository or ``''`` for "any". Every run is counted in the rows of
 ``SHAPES``: whole UTC days in every combination a query can ask for (grouped by
 agent, repo, status or none, filtered by agent and/or repository or not), and 4 h / 1 h
-slots ungrouped (for day buckets of zones that are not UTC), 15 min slots unfiltered too
-(for zones with half- and quarter-hour offsets), and 1 h slots grouped but unfiltered
-(the edges of a range grouped by agent, repo or status). Each row holds the run count, the count
+slots ungrouped (for day buckets of zones that are not UTC), 15 min slots ungrouped too
+(for zones with half- and quarter-hour offsets: unfiltered since migration 0006, in every
+filter combination since 0008), and 1 h slots grouped but unfiltered (the edges of a range
+grouped by agent, repo or status). Each row holds the run count, the count
 per status, tool calls and failures, the sums of duration, tokens and cost, and a
 histogram of durations (``h0``..: bins ``[BINS[i-1], BINS[i])`` ms, ``h0`` below 1 ms, the
 last open) from which large ranges estimate median and p95 (store/stats_fast.py).
@@ -18,7 +19,8 @@ last open) from which large ranges estimate median and p95 (store/stats_fast.py)
 by the run's agent and/or repository or not). Tool calls of a run that is deleted leave
 it in the run's BEFORE DELETE trigger (the cascade deletes them once the run is gone).
 
-This module is the schema of migration 0006: changing it needs a new migration.
+This module is the schema of migrations 0006 and 0008 (``SHAPES_0006``, ``SHAPES``): changing
+it needs a new migration (which keeps its own frozen list of shapes, as 0006 does).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "BINS",
     "HIST",
     "SHAPES",
+    "SHAPES_0006",
     "STATUS_COLUMNS",
     "backfill_sql",
     "drop_trigger_sql",
@@ -62,8 +65,8 @@ RUN_SUMS += ("input_tokens", "output_tokens", "cached_tokens", "cost_n")
 RUN_KEY = ("grain", "fa", "fr", "kdim", "slot", "kval", "cur_null", "currency")
 TOOL_KEY = ("grain", "fa", "fr", "slot", "name_null", "tool_name")
 
-# (grain, keeps the agent, keeps the repository, grouping dimension)
-SHAPES: tuple[tuple[int, int, int, str], ...] = (
+Shape = tuple[int, int, int, str]  # (grain, keeps the agent, keeps the repository, grouping)
+SHAPES_0006: tuple[Shape, ...] = (
     *((DAY, a, r, k) for a in (0, 1) for r in (0, 1) for k in ("-", "status")),
     (DAY, 0, 0, "agent"),
     (DAY, 0, 1, "agent"),
@@ -73,6 +76,14 @@ SHAPES: tuple[tuple[int, int, int, str], ...] = (
     (QUARTER, 0, 0, "-"),
     *((HOUR, 0, 0, k) for k in ("status", "agent", "repo")),
 )
+# Migration 0008: 15 min slots filtered by agent and/or repository too (a day of a zone with
+# a half- or quarter-hour offset then reads no run, filtered or not).
+SHAPES_0008_ADDED: tuple[Shape, ...] = (
+    (QUARTER, 1, 0, "-"),
+    (QUARTER, 0, 1, "-"),
+    (QUARTER, 1, 1, "-"),
+)
+SHAPES: tuple[Shape, ...] = (*SHAPES_0006, *SHAPES_0008_ADDED)
 TOOL_SHAPES: tuple[tuple[int, int, int], ...] = tuple(
     (g, a, r) for g in (DAY, HOUR) for a in (0, 1) for r in (0, 1)
 )
@@ -159,9 +170,10 @@ def _run_source(dialect: str, record: str, sign: int) -> str:
     )
 
 
-_SHAPES_SQL = _union(
-    [f"{g} AS grain, {a} AS ka, {r} AS kr, '{k}' AS kdim" for g, a, r, k in SHAPES]
-)
+def _shapes_sql(shapes: tuple[Shape, ...]) -> str:
+    return _union([f"{g} AS grain, {a} AS ka, {r} AS kr, '{k}' AS kdim" for g, a, r, k in shapes])
+
+
 _TOOL_SHAPES_SQL = _union([f"{g} AS grain, {a} AS ka, {r} AS kr" for g, a, r in TOOL_SHAPES])
 
 
@@ -181,7 +193,7 @@ def fence(dialect: str) -> str:
     return " LIMIT -1 OFFSET 0" if dialect == "sqlite" else " OFFSET 0"
 
 
-def _run_rows(source: str, dialect: str) -> str:
+def _run_rows(source: str, dialect: str, shapes: tuple[Shape, ...]) -> str:
     """SELECT of the roll-up rows (one per key) of the runs in ``source``."""
     statuses = ", ".join(
         f"SUM(CASE WHEN d.status = '{s}' THEN d.sign ELSE 0 END)" for s in STATUSES
@@ -204,8 +216,8 @@ def _run_rows(source: str, dialect: str) -> str:
         "SUM(d.sign * COALESCE(d.output_tokens, 0)), SUM(d.sign * COALESCE(d.cached_tokens, 0)),"
         " SUM(CASE WHEN d.cost_amount IS NULL THEN 0 ELSE d.sign END), "
         f"SUM(d.sign * COALESCE(d.cost_amount, 0)), {_hist('d.sign')} "
-        f"FROM ({source}{fence(dialect)}) AS d, ({_SHAPES_SQL}) AS g WHERE 1 = 1 GROUP BY {key} "
-        f"ORDER BY {_ORDER}"
+        f"FROM ({source}{fence(dialect)}) AS d, ({_shapes_sql(shapes)}) AS g WHERE 1 = 1 "
+        f"GROUP BY {key} ORDER BY {_ORDER}"
     )
 
 
@@ -246,17 +258,18 @@ def _upsert(table: str, select: str) -> str:
     )
 
 
-def backfill_sql(dialect: str) -> list[str]:
-    """Fill the (empty) roll-up tables from the rows already there."""
+def backfill_sql(
+    dialect: str, shapes: tuple[Shape, ...] = SHAPES, *, tools: bool = True
+) -> list[str]:
+    """Fill the (empty) roll-up tables from the rows already there: the rows of ``shapes``
+    (and of the tool calls unless ``tools`` is false)."""
     runs = f"SELECT {_run_source(dialect, 'r', 1)} FROM runs r"
-    tools = (
+    tool_source = (
         f"SELECT {_tool_source(dialect, 't', 'r', '1')} "
         "FROM tool_calls t JOIN runs r ON r.id = t.run_id"
     )
-    return [
-        _upsert("stats_runs", _run_rows(runs, dialect)),
-        _upsert("stats_tools", _tool_rows(tools, dialect)),
-    ]
+    out = [_upsert("stats_runs", _run_rows(runs, dialect, shapes))]
+    return [*out, _upsert("stats_tools", _tool_rows(tool_source, dialect))] if tools else out
 
 
 RUN_STAT_COLUMNS = (
@@ -289,13 +302,13 @@ def _changed(columns: tuple[str, ...], distinct: str) -> str:
     return " OR ".join(f"{side('OLD', c)} {distinct} {side('NEW', c)}" for c in columns)
 
 
-def _statements(dialect: str) -> dict[str, list[str]]:
+def _statements(dialect: str, shapes: tuple[Shape, ...]) -> dict[str, list[str]]:
     """The statements of each trigger, by the trigger's event."""
 
     def runs(*records: tuple[str, int]) -> str:
         return _upsert(
             "stats_runs",
-            _run_rows(_union([_run_source(dialect, r, s) for r, s in records]), dialect),
+            _run_rows(_union([_run_source(dialect, r, s) for r, s in records]), dialect, shapes),
         )
 
     def run_tools(run: str, sign: str) -> str:
@@ -336,14 +349,14 @@ _EVENTS = {
 }
 
 
-def trigger_sql(dialect: str) -> list[str]:
+def trigger_sql(dialect: str, shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
     """CREATE statements of the triggers (and, on PostgreSQL, their functions).
 
     A tool call's agent and repository are its run's: ``tool_*`` statements read the run
     row, and count nothing when it is gone (a run's delete already took its tool calls out).
     """
     out: list[str] = []
-    for name, body in _statements(dialect).items():
+    for name, body in _statements(dialect, shapes).items():
         table, timing, event, watched = _EVENTS[name]
         if dialect == "sqlite":
             when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""

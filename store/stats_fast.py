@@ -3,10 +3,11 @@ exact queries, in time that does not grow with the number of runs.
 
 A range is cut into whole slots of the roll-up (days, 4 h, 1 h, 15 min: the largest that
 fit) and the pieces at its edges that no slot covers, which are read from the runs
-themselves. Day buckets of a zone are cut the same way, day by day, along the zone's local
-midnights (store.stats.zone_offsets): a zone whose offset is whole hours needs no raw piece
-inside the range, one with a half- or quarter-hour offset reads 15 min slots (or, filtered
-by agent or repository, the runs of the hour its midnight falls in).
+themselves. Day buckets of a zone are cut along the zone's local midnights
+(store.stats.zone_offsets); a zone whose offset is whole, half or quarter hours needs no raw
+piece inside the range (15 min slots are kept in every filter combination since migration
+0008). The whole local days are read as UTC days plus and minus the tails at their
+midnights (store/stats_days.py), the range's first and last pieces slot by slot.
 
 Sums and counts are exact. Median and p95 are exact below ``EXACT_LIMIT`` runs in the range
 (the exact queries answer then); above, they are estimated from the duration histograms:
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache, partial
 from operator import add
 from typing import Any
 
@@ -35,6 +37,7 @@ from store.rollup import (
     bin_sql,
     fence,
 )
+from store.stats_days import cover, one_of, signed_plan, signed_sql
 
 __all__ = [
     "EXACT_LIMIT",
@@ -56,6 +59,10 @@ _US = 1_000_000
 Piece = tuple[int, int, str]  # [from, to) in microseconds since the epoch, bucket label
 
 
+# a query's day pieces and its labels' SQL both need them (a year: ~2 ms to find)
+_zone_offsets = lru_cache(maxsize=64)(exact.zone_offsets)
+
+
 def us(at: datetime) -> int:
     return (at - EPOCH) // timedelta(microseconds=1)
 
@@ -67,7 +74,7 @@ def _at(us: int) -> datetime:
 def day_intervals(tz: str, start: datetime, end: datetime) -> list[Piece]:
     """[start, end) cut at the local midnights of ``tz`` (and at offset changes that move
     the date), each piece labelled with its local date, as store.stats' SQLite query does."""
-    offsets = exact.zone_offsets(tz, start, end)
+    offsets = _zone_offsets(tz, start, end)
     cuts: set[int] = {us(start), us(end)}
     for i, (since, offset) in enumerate(offsets):
         until = offsets[i + 1][0] if i + 1 < len(offsets) else end
@@ -86,25 +93,6 @@ def day_intervals(tz: str, start: datetime, end: datetime) -> list[Piece]:
         else:
             out.append((a, b, label))
     return out
-
-
-def cover(
-    a: int, b: int, grains: Sequence[int]
-) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
-    """[a, b) (microseconds) as whole slots ``(grain, first slot, end)`` in seconds, the
-    largest grains first, and the raw pieces no slot covers."""
-    if a >= b:
-        return [], []
-    if not grains:
-        return [], [(a, b)]
-    size = grains[0] * _US
-    low, high = -(-a // size) * size, b // size * size
-    if low >= high:
-        return cover(a, b, grains[1:])
-    left_slots, left_raw = cover(a, low, grains[1:])
-    right_slots, right_raw = cover(high, b, grains[1:])
-    slots = [*left_slots, (grains[0], low // _US, high // _US), *right_slots]
-    return slots, [*left_raw, *right_raw]
 
 
 # -- SQL pieces ------------------------------------------------------------------------------
@@ -149,15 +137,19 @@ def each(
 
 
 async def no_jit(db: AsyncSession) -> None:
-    """PostgreSQL would compile these wide statements (JIT) for seconds: not here."""
+    """PostgreSQL would compile these wide statements (JIT) for seconds: not here (for
+    this transaction)."""
     if db.get_bind().dialect.name == "postgresql":
-        await db.execute(text("SET LOCAL jit = off"))
+        # nor start parallel workers: ~10 ms to launch for a few thousand roll-up rows
+        settings = "set_config('jit', 'off', true), "
+        settings += "set_config('max_parallel_workers_per_gather', '0', true)"
+        await db.execute(text(f"SELECT {settings}"))
 
 
 def plan(
     pieces: list[Piece], grains: Sequence[int], dialect: str
-) -> tuple[dict[int, str], str | None]:
-    """The roll-up slots of ``pieces`` (a list of slot starts per grain, for ``IN``) and
+) -> tuple[dict[int, list[int]], str | None]:
+    """The roll-up slots of ``pieces`` (slot starts per grain, for ``IN``/``one_of``) and
     their raw pieces (a derived table a, b, label), or None. The slots are listed rather
     than joined to a table of ranges: with a join, SQLite (given ANALYZE statistics) built
     a Bloom filter over the whole roll-up for every query, and PostgreSQL looped."""
@@ -169,7 +161,7 @@ def plan(
             slots.setdefault(g, []).extend(range(lo, hi, g))
         raw += [f"{_stored(dialect, x)}, {_stored(dialect, y)}, '{label}'" for x, y in rest]
     return (
-        {g: ", ".join(map(str, starts)) for g, starts in slots.items()},
+        slots,
         _values(dialect, raw, ("a", "b", "label")) if raw else None,
     )
 
@@ -177,7 +169,7 @@ def plan(
 def day_label(dialect: str, query: exact.StatsQuery, slot: str) -> str:
     """SQL: the local date (tz) of the instant ``slot`` (Unix seconds), as day_intervals
     labels it. A slot of the plan lies within one local day, so its start names it."""
-    offsets = exact.zone_offsets(query.tz, query.start, query.end)
+    offsets = _zone_offsets(query.tz, query.start, query.end)
     offset = str(offsets[-1][1])
     if len(offsets) > 1:
         whens = " ".join(
@@ -288,27 +280,36 @@ async def run_buckets(
     # the slots the roll-up keeps for this grouping and these filters, largest first
     shape = (int(bool(fa)), int(bool(fr)), kdim)
     grains = sorted({g for g, *rest in SHAPES if tuple(rest) == shape}, reverse=True)
+    with_, parts = "", list[str]()
     if group_by == "day":
         pieces = day_intervals(query.tz, query.start, query.end)
+        days = signed_plan(pieces, grains)
+        if days is not None:  # the whole local days as UTC days +/- tails (store.stats_days)
+            named = partial(day_label, dialect, query)
+            with_, parts = signed_sql(days, (*_RUN_SUMS, *HIST), named, HIST, dialect)
+            pieces = days.edges
     else:
         pieces = [(us(query.start), us(query.end), "")]
     slots, raw = plan(pieces, grains, dialect)
     where, params = _filters(query, "runs")
-    parts = []
     columns = ", ".join(f"s.{c}" for c in (*_RUN_SUMS, *HIST))
     label = day_label(dialect, query, "s.slot") if group_by == "day" else "''"
     for grain, starts in slots.items():
         parts.append(
             f"SELECT {label} AS label, s.kval, s.cur_null, s.currency, {columns} "
             f"FROM stats_runs s WHERE s.grain = {grain} AND s.fa = :fa AND s.fr = :fr "
-            f"AND s.kdim = :kdim AND s.slot IN ({starts})"
+            f"AND s.kdim = :kdim AND s.slot {one_of(dialect, starts)}"
         )
     params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
         parts.append(_raw_runs(raw, kdim, where, dialect))
-    sums = ", ".join(f"SUM({c})" for c in (*_RUN_SUMS, *HIST))
+    # integers as bigint: PostgreSQL's SUM of bigint is numeric, ~4x the client's decoding
+    sums = ", ".join(
+        f"SUM({c})" if c == "cost_amount" else f"CAST(SUM({c}) AS BIGINT)"
+        for c in (*_RUN_SUMS, *HIST)
+    )
     stmt = (
-        f"SELECT label, kval, cur_null, currency, {sums} FROM ("
+        f"{with_}SELECT label, kval, cur_null, currency, {sums} FROM ("
         + " UNION ALL ".join(parts)
         + ") AS u GROUP BY label, kval, cur_null, currency"
     )
@@ -344,7 +345,7 @@ def _buckets(rows: Sequence[Any], group_by: str, fixed: str | None) -> list[exac
             per = costs.setdefault(key, {})
             per[currency] = per.get(currency, 0.0) + float(values[14])
         hist = hists.get(key)
-        counts = [int(n) for n in values[count:]]
+        counts = list(values[count:])  # integers (bigint) on both databases
         hists[key] = counts if hist is None else list(map(add, hist, counts))
     out = [buckets[k] for k in sorted(buckets)]
     for bucket in out:

@@ -59,7 +59,7 @@ async def tool_stats(
         parts.append(
             "SELECT CASE WHEN s.name_null = 1 THEN NULL ELSE s.tool_name END AS name, "
             f"s.calls, s.failures, {columns} FROM stats_tools s WHERE s.grain = {grain} "
-            f"AND s.fa = :fa AND s.fr = :fr AND s.slot IN ({starts})"
+            f"AND s.fa = :fa AND s.fr = :fr AND s.slot IN ({', '.join(map(str, starts))})"
         )
     if raw is not None:
         parts.append(_raw(raw, query, dialect))

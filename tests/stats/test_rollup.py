@@ -31,7 +31,16 @@ from store import stats as exact
 from tests.store.test_store import session_record
 
 BASE = datetime(2026, 3, 28, 0, 0, tzinfo=UTC)  # Europe and New York change offset near it
-ZONES = ("UTC", "America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Lord_Howe")
+# whole, half and quarter hours; New York, Berlin (29 March) and Lord Howe (half an hour)
+# change offset; the day plans of store/stats_days.py are used by all but UTC
+ZONES = (
+    "UTC",
+    "America/New_York",
+    "Asia/Kolkata",
+    "Asia/Kathmandu",
+    "Australia/Lord_Howe",
+    "Europe/Berlin",
+)
 AGENTS = ("alpha", "beta", "gamma")
 STATUSES = (*exact.RUN_STATUSES, "zombie")
 TOOLS = ("read", "Read", "edit", None)
@@ -226,6 +235,11 @@ async def test_the_roll_up_answers_as_the_exact_queries(database: Database, seed
     for tz in ZONES:
         for group_by in ("day", "agent", "repo", "status"):
             await compare(database, exact.StatsQuery(**whole, tz=tz), group_by)  # type: ignore[arg-type]
+        # day buckets filtered: the 15 min slots of each filter (migration 0008)
+        for filters in ({"agent_id": AGENTS[seed % 3]}, {"repo_id": repos[seed % 2]}):
+            await compare(database, exact.StatsQuery(**whole, tz=tz, **filters), "day")  # type: ignore[arg-type]
+        both = {"agent_id": AGENTS[seed % 3], "repo_id": repos[seed % 2]}
+        await compare(database, exact.StatsQuery(**whole, tz=tz, **both), "day")  # type: ignore[arg-type]
 
 
 @settings(

@@ -1,4 +1,4 @@
-"""Migration 0006: its upgrade fills the roll-up from the runs and tool calls already
+"""Migrations 0006 and 0008: the upgrade fills the roll-up from the runs and tool calls already
 there (the fast path then answers as the exact one), its downgrade leaves no table,
 trigger or function behind (runs are written as before), and it upgrades again."""
 
@@ -76,4 +76,51 @@ async def test_upgrade_backfills_and_downgrade_removes(database: Database) -> No
     await write_history(database, rnd, repos)
 
     await upgrade(database)
+    await everything_agrees(database, repos)
+
+
+async def quarter_rows_filtered(db: Database) -> int:
+    async with db.read() as s:
+        query = "SELECT count(*) FROM stats_runs WHERE grain = 900 AND (fa <> '' OR fr <> '')"
+        return int((await s.execute(text(query))).scalar_one())
+
+
+async def half_hour_zones_agree(db: Database, repos: list[str]) -> None:
+    whole = {"start": BASE - timedelta(hours=7), "end": BASE + timedelta(days=5, minutes=3)}
+    for tz in ("Asia/Kolkata", "Asia/Kathmandu", "Australia/Lord_Howe"):
+        for filters in ({"agent_id": "alpha"}, {"repo_id": repos[1]}, {"agent_id": "beta"}):
+            await compare(db, exact.StatsQuery(**whole, tz=tz, **filters), "day")  # type: ignore[arg-type]
+        both = {"agent_id": "gamma", "repo_id": repos[0]}
+        await compare(db, exact.StatsQuery(**whole, tz=tz, **both), "day")  # type: ignore[arg-type]
+
+
+async def test_0008_fills_filtered_quarter_hours_and_downgrades(database: Database) -> None:
+    """0008 adds the 15 min slots filtered by agent and/or repository for the runs already
+    there, its triggers keep them; its downgrade removes them (0006's triggers write as
+    before) and upgrading again fills them from what was written meanwhile."""
+    await upgrade(database, "0007_session_indexes")
+    async with database.write() as s, s.begin():
+        s.add(Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=BASE))
+    rnd = random.Random(8)  # noqa: S311 (reproducible test data)
+    repos = [str(uuid.uuid4()) for _ in range(2)]
+    sessions = await write_history(database, rnd, repos)
+    sessions += await write_history(database, rnd, repos)
+    await mutate(database, rnd, sessions)
+    assert await quarter_rows_filtered(database) == 0
+
+    await upgrade(database)
+    assert await quarter_rows_filtered(database) > 0
+    await half_hour_zones_agree(database, repos)
+    await mutate(database, rnd, await write_history(database, rnd, repos))
+    await half_hour_zones_agree(database, repos)
+
+    await downgrade(database, "0007_session_indexes")
+    assert await quarter_rows_filtered(database) == 0
+    assert "stats_runs" in await leftovers(database)
+    more = await write_history(database, rnd, repos)
+    await mutate(database, rnd, more)
+    assert await quarter_rows_filtered(database) == 0  # 0006's triggers: no such rows
+
+    await upgrade(database)
+    await half_hour_zones_agree(database, repos)
     await everything_agrees(database, repos)

@@ -24,9 +24,9 @@ def upgrade() -> None:
     for table in (rollup.run_table(metadata), rollup.tool_table(metadata)):
         table.create(bind)
     dialect = bind.dialect.name
-    for statement in rollup.backfill_sql(dialect):
+    for statement in rollup.backfill_sql(dialect, rollup.SHAPES_0006):
         op.execute(statement)
-    for statement in rollup.trigger_sql(dialect):
+    for statement in rollup.trigger_sql(dialect, rollup.SHAPES_0006):
         op.execute(statement)
 
 
