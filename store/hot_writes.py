@@ -54,12 +54,11 @@ _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # thread wake-ups, a self-pipe write) cost more than the commit itself. At 1 000
 # updates/s (one row a commit) the server's CPU fell from ~395 to ~300 us an update.
 INLINE_ROWS = 8
-# This connection never checkpoints on COMMIT (wal_autocheckpoint=0), so an inline commit
-# never copies the WAL into the database file and fsyncs it on the event loop's thread:
-# the writer's thread runs a PASSIVE checkpoint after a commit once this many rows or
-# commits went into the WAL since the last one (about SQLite's default of 1 000 pages).
-CHECKPOINT_ROWS = 2000
-CHECKPOINT_COMMITS = 200
+# The inline connection never checkpoints on COMMIT (wal_autocheckpoint=0): an inline
+# commit never copies the WAL into the database file and fsyncs it on the event loop's
+# thread. After this many inline commits (~1 000 WAL pages, SQLite's default checkpoint
+# size) the next batch goes to the writer's thread, whose connection checkpoints as usual.
+INLINE_COMMITS = 200
 _TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 
 # (id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,
@@ -156,58 +155,66 @@ def _sqlite_value(column: str, value: Any) -> Any:
 
 
 class SqliteHotWriter:
-    """The writer's own sqlite3 connection. ``commit`` runs on one thread at a time (the
-    writer's; ``check_same_thread`` is off since anyio's worker thread may change)."""
+    """The writer's own sqlite3 connections: one used on the writer's thread
+    (``check_same_thread`` is off since anyio's worker thread may change), one on the
+    event loop's thread for small batches. ``commit`` calls never overlap (the writer has
+    one commit in flight at a time), so neither connection waits for the other's lock."""
 
     def __init__(self, path: str) -> None:
         self._path = path
         self._conn: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
         self._statements: dict[tuple[str, tuple[str, ...]], str] = {}
         self._thread = anyio.CapacityLimiter(1)
-        self._rows = self._commits = 0  # written since the last checkpoint
+        self._inline_commits = 0  # since the last commit on the writer's thread
+
+    def _connect(self, *, busy_timeout_ms: int, autocheckpoint: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        # The same settings as the SQLAlchemy engines (store/engine.py).
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        if not autocheckpoint:
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+        return conn
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            # The same settings as the SQLAlchemy engines (store/engine.py).
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA wal_autocheckpoint=0")  # see CHECKPOINT_ROWS
-            self._conn = conn
+            self._conn = self._connect(busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS, autocheckpoint=True)
         return self._conn
+
+    def _inline_connection(self) -> sqlite3.Connection:
+        if self._inline is None:  # never waits for a lock, never checkpoints
+            self._inline = self._connect(busy_timeout_ms=0, autocheckpoint=False)
+        return self._inline
 
     async def commit(self, batch: HotBatch, announce: tuple[str, list[str]] | None) -> None:
         """Write ``batch`` on the writer's thread (no NOTIFY on SQLite: ``announce`` is
         None); a batch of at most ``INLINE_ROWS`` rows on the calling thread when the
-        database's write lock is free at once."""
+        database's write lock is free at once (and no checkpoint is due)."""
         assert announce is None
         if (
             len(batch.messages) + len(batch.tools) <= INLINE_ROWS
-            and not self._checkpoint_due()
+            and self._inline_commits < INLINE_COMMITS
             and self._commit_inline(batch)
         ):
+            self._inline_commits += 1
             return
         await anyio.to_thread.run_sync(self.commit_sync, batch, limiter=self._thread)
-
-    def _checkpoint_due(self) -> bool:
-        return self._rows >= CHECKPOINT_ROWS or self._commits >= CHECKPOINT_COMMITS
+        self._inline_commits = 0
 
     def _commit_inline(self, batch: HotBatch) -> bool:
         """``commit_sync`` without waiting for the write lock: False, with nothing done,
         when another connection holds it (the event loop must never wait on it: the
         holder may be a transaction the loop itself drives)."""
-        conn = self._connection()
-        conn.execute("PRAGMA busy_timeout=0")
+        conn = self._inline_connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode in _BUSY:
                 return False
             raise
-        finally:
-            conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         self._write(conn, batch)
         return True
 
@@ -217,9 +224,6 @@ class SqliteHotWriter:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         self._write(conn, batch)
-        if self._checkpoint_due():
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            self._rows = self._commits = 0
 
     def _write(self, conn: sqlite3.Connection, batch: HotBatch) -> None:
         """The transaction begun: write ``batch`` and commit; on any error roll back and
@@ -237,8 +241,6 @@ class SqliteHotWriter:
                 )
             self._tools(conn, batch.tools)
             conn.execute("COMMIT")
-            self._rows += len(batch.messages) + len(batch.tools)
-            self._commits += 1
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -287,9 +289,10 @@ class SqliteHotWriter:
         return text
 
     async def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        for conn in (self._conn, self._inline):
+            if conn is not None:
+                conn.close()
+        self._conn = self._inline = None
 
 
 class HotWriter(Protocol):

@@ -24,6 +24,7 @@ from typing import Any
 
 from benchlib.procs import ROOT, SCRIPTS, cpu_seconds, free_port, http_json, wait_http_ok
 from benchlib.stats import median, summary
+from benchlib.suite import flood_rate
 
 __all__ = ["main"]
 
@@ -40,7 +41,9 @@ def export(rev: str, into: Path) -> Path:
     return tree
 
 
-def one_round(tree: Path, workdir: Path, rate: int, count: int) -> dict[str, Any]:
+def one_round(
+    tree: Path, workdir: Path, rate: int, count: int, kind: str = "text"
+) -> dict[str, Any]:
     (workdir / "ws" / "bench").mkdir(parents=True)
     port = free_port()
     env = {
@@ -75,7 +78,7 @@ def one_round(tree: Path, workdir: Path, rate: int, count: int) -> dict[str, Any
             "url": f"ws://127.0.0.1:{port}/ws/sessions/{session['id']}",
             "viewers": 1,
             "expect": count,
-            "prompt": f"flood {count} text rate={rate}",
+            "prompt": f"flood {count} {kind}" + (f" rate={rate}" if rate else ""),
             "timeout": 120,
             "latency": True,
         }
@@ -103,6 +106,7 @@ def one_round(tree: Path, workdir: Path, rate: int, count: int) -> dict[str, Any
         "p99_ms": (latency["p99"] or 0) * 1e3,
         "max_ms": (latency["max"] or 0) * 1e3,
         "cpu_us_per_update": cpu / count * 1e6,
+        "updates_per_s": flood_rate(result, count) or 0.0,
         "complete": result["complete"] == 1 and not result["gaps"],
         "load": os.getloadavg()[0],
     }
@@ -112,10 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench-ab", description=__doc__)
     parser.add_argument("revs", nargs="+", help="git revisions; '.' is the working tree")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--rate", type=int, default=1000, help="updates per second")
+    parser.add_argument(
+        "--rate", type=int, default=1000, help="updates per second (0: unpaced, a flood)"
+    )
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--count", type=int, help="updates (default: rate × seconds)")
+    parser.add_argument("--kind", choices=("text", "tool"), default="text")
     args = parser.parse_args(argv)
-    count = int(args.rate * args.seconds)
+    count = args.count or int(args.rate * args.seconds)
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-ab-"))
     results: dict[str, list[dict[str, Any]]] = {rev: [] for rev in args.revs}
     try:
@@ -123,24 +131,27 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.rounds):
             for rev, tree in trees.items():
                 figures = one_round(
-                    tree, workdir / f"{n}-{rev.replace('/', '_')}", args.rate, count
+                    tree, workdir / f"{n}-{rev.replace('/', '_')}", args.rate, count, args.kind
                 )
                 results[rev].append(figures)
                 print(
                     f"round {n + 1} {rev:>12}: p50 {figures['p50_ms']:6.2f} ms  p99 "
                     f"{figures['p99_ms']:7.2f} ms  max {figures['max_ms']:7.1f} ms  "
                     f"server CPU {figures['cpu_us_per_update']:4.0f} us/update  "
+                    f"{figures['updates_per_s']:8,.0f}/s  "
                     f"load {figures['load']:.1f}",
                     flush=True,
                 )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\n{args.rate}/s for {args.seconds:g} s, {args.rounds} rounds; medians:")
+    pace = f"{args.rate}/s" if args.rate else "unpaced"
+    print(f"\n{count} {args.kind} updates, {pace}, {args.rounds} rounds; medians:")
     for rev, rounds in results.items():
         print(
             f"{rev:>12}: p50 {median([r['p50_ms'] for r in rounds]):6.2f} ms  p99 "
             f"{median([r['p99_ms'] for r in rounds]):7.2f} ms  server CPU "
-            f"{median([r['cpu_us_per_update'] for r in rounds]):4.0f} us/update"
+            f"{median([r['cpu_us_per_update'] for r in rounds]):4.0f} us/update  "
+            f"{median([r['updates_per_s'] for r in rounds]):8,.0f}/s"
             + ("" if all(r["complete"] for r in rounds) else "  (some rounds incomplete)")
         )
     return 0

@@ -126,7 +126,8 @@ def _viewers(
     return result
 
 
-def _rate(result: dict[str, Any], count: int) -> float | None:
+def flood_rate(result: dict[str, Any], count: int) -> float | None:
+    """Updates (or deliveries) per second from the first write to the last receipt."""
     if result["last_recv"] is None or result["first_t"] is None:
         return None
     return count / max(result["last_recv"] - result["first_t"], 1e-9)
@@ -194,8 +195,8 @@ def _flood(
         "prompt": prompt,
         "viewers": viewers,
         "updates": count,
-        "updates_per_s": _rate(result, count),
-        "deliveries_per_s": _rate(result, deliveries),
+        "updates_per_s": flood_rate(result, count),
+        "deliveries_per_s": flood_rate(result, deliveries),
         "producer_per_s": (count / (result["last_t"] - result["first_t"]))
         if result["last_t"] and result["first_t"] and result["last_t"] > result["first_t"]
         else None,
