@@ -59,6 +59,13 @@ INLINE_ROWS = 8
 # thread. After this many inline commits (~1 000 WAL pages, SQLite's default checkpoint
 # size) the next batch goes to the writer's thread, whose connection checkpoints as usual.
 INLINE_COMMITS = 200
+# The writer's thread commits a flood's batches (up to 2 000 rows; ~20 MB for ~5 KB tool
+# updates). With SQLite's default page cache (2 MB) such a transaction spills dirty pages
+# into the WAL before its COMMIT and writes the B-tree pages it touches again after
+# (py-spy, 20 000-tool-update flood: sqlite3PcacheFetchStress 23 % of the writer
+# thread's samples). With room for the batch, each page goes to the WAL once, at COMMIT.
+# The cache grows to this only while such batches are written (the thread's connection).
+WRITER_CACHE_KIB = 32768
 _TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 
 # (id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,
@@ -177,6 +184,8 @@ class SqliteHotWriter:
         conn.execute("PRAGMA foreign_keys=ON")
         if not autocheckpoint:
             conn.execute("PRAGMA wal_autocheckpoint=0")
+        else:  # the writer's thread: room for a whole batch (WRITER_CACHE_KIB)
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         return conn
 
     def _connection(self) -> sqlite3.Connection:
