@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import (
 __all__ = ["Database", "open_database"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_PAGE_SIZE = 8192  # a new database's (see _sqlite_pragmas)
 _PING = text("SELECT 1")
 
 
@@ -36,6 +37,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # Let SQLAlchemy's begin event issue BEGIN itself (the pysqlite recipe).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
+    # A new database's page size (before WAL mode writes its header; a no-op on an existing
+    # file). A ~5 KB tool update's row (content and raw frame, ~10.5 KB) takes two overflow
+    # pages of 4 KB or one of 8 KB (besides its leaf cell): fewer pages, WAL frames (two
+    # writes each) and checkpoint copies per row. 20 000-tool-update flood: writer thread
+    # 38.5-40.5 -> 31-33.5 us an update; paced text at 1 000/s and text floods unchanged
+    # within noise.
+    cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")

@@ -133,6 +133,14 @@ async def test_pragmas_on_every_connection(database: Database) -> None:
         assert values["synchronous"] == 1  # NORMAL
 
 
+@sqlite_only
+async def test_a_new_database_has_8k_pages(database: Database) -> None:
+    await upgrade(database)
+    for factory in (database.write, database.read):
+        async with factory() as db:
+            assert (await db.execute(text("PRAGMA page_size"))).scalar_one() == 8192
+
+
 async def test_foreign_keys_are_enforced(database: Database) -> None:
     await upgrade(database)
     with pytest.raises(IntegrityError, match="(?i)foreign key"):
