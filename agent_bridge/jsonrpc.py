@@ -61,9 +61,9 @@ class Request:
     raw: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per agent update, and a frozen __init__ costs 2.5×
 class Notification:
-    """A call from the peer that expects no answer."""
+    """A call from the peer that expects no answer (treat it as immutable)."""
 
     method: str
     params: JsonValue
