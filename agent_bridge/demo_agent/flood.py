@@ -5,19 +5,27 @@ on the update object, for latency and loss measurements. Because the server keep
 ``_meta`` only in the raw frame (which the WebSocket stream does not carry), the text
 itself starts with the same facts: ``t=<time.time() when built> i=<i> `` (the time the
 update was made, just before it is queued for writing). Unpaced, lines are batched
-(flushed when the writer's queue runs empty or every BATCH_LINES lines); paced, every
-line is flushed. The schedule is monotonic: line i is due at start + i / R, so a late
-line does not push the following ones back.
+(BATCH_LINES lines built and queued at once, then written); paced, every line is
+flushed. The schedule is monotonic: line i is due at start + i / R, so a late line does
+not push the following ones back.
+
+A flood line is built from a template: the bytes ``json.dumps`` gives the same message
+(the wire's encoding), split around the text, ``t`` and ``i``, which are filled in
+per line (the text's padding, JSON-escaped, cached by length). Only ASCII digits,
+letters, ``=``, ``.``, ``/`` and spaces go in unescaped, so the bytes are exactly the
+encoder's. The text's ``t`` is read from the same clock reading as ``_meta``'s, 1 µs
+earlier, so that rounded to 6 decimals it is never later than ``_meta``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from .commands import Command
 from .turn import Turn, text_block
-from .wire import JsonObject
+from .wire import BATCH_LINES, JsonObject
 
 __all__ = ["TOOL_CALL_ID", "make_update", "parse_stamp", "run"]
 
@@ -30,16 +38,20 @@ async def run(turn: Turn, command: Command) -> str:
     count, rate, tool = command.count, command.rate, command.flood_kind == "tool"
     if tool:
         await turn.tool_call(TOOL_CALL_ID, f"Flood of {count} updates", "other")
+    lines = _Lines(turn.session.id, "tool" if tool else "text", count)
     start = time.monotonic()
-    for i in range(count):
+    i = 0
+    while i < count:
         if rate is not None:
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-        stamp: JsonObject = {"t": 0.0, "i": i}
-        update = make_update("tool" if tool else "text", i, count)
-        update["_meta"] = {"demo": stamp}
-        await turn.update(update, flush=rate is not None, stamp=stamp)
+        n = 1 if rate is not None or turn.garbage_pending else min(BATCH_LINES, count - i)
+        data = "".join([lines.line(j) for j in range(i, i + n)]).encode()
+        await turn.encoded_updates(data, n, flush=rate is not None)
+        i += n
+        if rate is None:
+            await asyncio.sleep(0)  # the writer writes these before the next are built
     if tool:
         await turn.tool_update(TOOL_CALL_ID, status="completed", rawOutput={"updates": count})
     await turn.say(f"You said: {turn.text}\n\nFlooded {count} updates.")
@@ -81,3 +93,49 @@ def _tool_update(i: int, count: int) -> JsonObject:
         "status": "in_progress",
         "content": [{"type": "content", "content": text_block(text)}],
     }
+
+
+_TEXT, _T, _I = "\x01text\x01", "\x01t\x01", "\x01i\x01"
+
+
+class _Lines:
+    """Flood lines of one kind for one session, from a template (see the module's
+    docstring)."""
+
+    def __init__(self, session_id: str, kind: str, count: int) -> None:
+        self._kind, self._count = kind, count
+        update = make_update(kind, 0, count)
+        if kind == "tool":
+            update["content"][0]["content"]["text"] = _TEXT
+        else:
+            update["content"]["text"] = _TEXT
+        update["_meta"] = {"demo": {"t": _T, "i": _I}}
+        message = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": session_id, "update": update},
+        }
+        template = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        template = template.replace(json.dumps(_T), _T).replace(json.dumps(_I), _I)
+        head, rest = template.split(json.dumps(_TEXT))
+        mid, rest = rest.split(_T)
+        between, tail = rest.split(_I)
+        self._head, self._mid, self._between = head + '"', '"' + mid, between
+        self._tail = tail + "\n"
+        self._pads: dict[int, str] = {}
+
+    def line(self, i: int) -> str:
+        t = time.time()
+        prefix = f"t={t - 1e-6:.6f} i={i} flood {i + 1}/{self._count} "
+        pad = self._pads.get(len(prefix))
+        if pad is None:
+            pad = self._pads[len(prefix)] = self._pad(len(prefix))
+        return f"{self._head}{prefix}{pad}{self._mid}{t!r}{self._between}{i}{self._tail}"
+
+    def _pad(self, length: int) -> str:
+        """The JSON-escaped rest of a text whose prefix has ``length`` characters."""
+        if self._kind == "tool":
+            rest = ("." * length + "\n").ljust(_TOOL_BYTES, "x")[length:]
+        else:
+            rest = ("." * length).ljust(_TEXT_BYTES - 1, ".")[length:] + "\n"
+        return json.dumps(rest, ensure_ascii=False)[1:-1]

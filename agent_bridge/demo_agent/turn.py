@@ -85,6 +85,20 @@ class Turn:
             stamp=stamp,
         )
 
+    @property
+    def garbage_pending(self) -> bool:
+        """Garbage lines are still to go between updates (so send updates one by one)."""
+        return bool(self._garbage)
+
+    async def encoded_updates(self, data: bytes, count: int, *, flush: bool) -> None:
+        """``count`` ``session/update`` lines already encoded (``data``, each line ending
+        in a newline); the garbage lines go before ``data`` only, so while they are
+        pending send one line at a time."""
+        if self._updates_sent and self._garbage:
+            await self.wire.send(self._garbage.pop(0))
+        self._updates_sent += count
+        await self.wire.send(data, flush=flush, lines=count)
+
     async def think(self, text: str) -> None:
         await self.update({"sessionUpdate": "agent_thought_chunk", "content": text_block(text)})
 

@@ -64,6 +64,7 @@ class _Outgoing:
     payload: Message | bytes
     flush: bool
     stamp: JsonObject | None  # gets "t" = time.time() just before encoding
+    lines: int = 1  # lines in a bytes payload (for BATCH_LINES)
 
     def encode(self) -> bytes:
         if isinstance(self.payload, bytes):
@@ -219,12 +220,18 @@ class Wire:
     # -- sending ----------------------------------------------------------------
 
     async def send(
-        self, payload: Message | bytes, *, flush: bool = True, stamp: JsonObject | None = None
+        self,
+        payload: Message | bytes,
+        *,
+        flush: bool = True,
+        stamp: JsonObject | None = None,
+        lines: int = 1,
     ) -> None:
-        """Queue one message (or raw bytes, for the garbage modes)."""
+        """Queue one message, or raw bytes: the garbage modes' lines, or ``lines``
+        encoded lines at once (the flood's)."""
         if self.muted or self.broken.is_set():
             return
-        await self._outbox.put(_Outgoing(payload, flush, stamp))
+        await self._outbox.put(_Outgoing(payload, flush, stamp, lines))
 
     async def notify(self, method: str, params: Message) -> None:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -249,17 +256,19 @@ class Wire:
 
     async def _write_loop(self) -> None:
         buffer = bytearray()
-        unflushed = 0
+        unflushed = 0  # lines in the buffer
+        items = 0  # queue items in the buffer
         while True:
             item = await self._outbox.get()
             while True:
                 buffer += item.encode()
-                unflushed += 1
+                unflushed += item.lines
+                items += 1
                 if item.flush or unflushed >= BATCH_LINES or self._outbox.empty():
                     self._flush(buffer)
-                    for _ in range(unflushed):
+                    for _ in range(items):
                         self._outbox.task_done()
-                    unflushed = 0
+                    unflushed = items = 0
                 try:
                     item = self._outbox.get_nowait()
                 except asyncio.QueueEmpty:

@@ -226,6 +226,10 @@ def test_non_object_gets_invalid_request(data: bytes) -> None:
         ({"jsonrpc": "2.0", "id": [1], "method": "m"}, None, "bad_id"),
         ({"jsonrpc": "2.0", "id": 5}, 5, "no_method_or_result"),
         ({}, None, "no_method_or_result"),
+        # notifications (no id) the fast path for well-formed ones must leave to the checks
+        ({"jsonrpc": "2.0", "method": 12}, None, "bad_method"),
+        ({"jsonrpc": "2.0", "method": "m", "params": 3}, None, "bad_params"),
+        ({"jsonrpc": "2.0", "method": "m", "params": "p"}, None, "bad_params"),
     ],
 )
 def test_bad_shape_gets_invalid_request(
@@ -549,3 +553,21 @@ def test_unparseable_answer_to_our_request_fails_it() -> None:
     assert event.error == {"code": PARSE_ERROR, "message": "Parse error"}
     assert conn.pending == {}
     assert conn.data_to_send() == b""
+
+
+@pytest.mark.parametrize("params", [None, {}, {"update": {"a": 1}}, [1, "two"]])
+def test_notifications_in_one_read_keep_their_order_and_params(params: Any) -> None:
+    conn = JsonRpcConnection()
+    note: dict[str, Any] = {"jsonrpc": "2.0", "method": "session/update"}
+    if params is not None:
+        note["params"] = params
+    request = {"jsonrpc": "2.0", "id": 7, "method": "fs/read_text_file", "params": {}}
+    events = conn.receive_data(
+        line(note) + line(request) + b"\r\n" + line(note).replace(b"\n", b"\r\n")
+    )
+    assert events == [
+        Notification("session/update", params, note),
+        Request(7, "fs/read_text_file", {}, request),
+        Notification("session/update", params, note),
+    ]
+    assert sent(conn) == []
