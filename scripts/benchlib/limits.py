@@ -1,7 +1,8 @@
 """Limits measured in the same run: raw SQLite inserts, the demo agent's own start-up.
 
 ``sqlite_rows_per_second``: stdlib ``sqlite3`` on a file with the server's pragmas (WAL,
-``synchronous=NORMAL``, ``busy_timeout``, ``foreign_keys``) and the server's own schema
+``synchronous=NORMAL``, ``busy_timeout``, ``foreign_keys``, the writer thread's page cache, the
+page size of a new file) and the server's own schema
 (``Base.metadata.create_all``, so the same columns and indexes), inserting the rows the
 server would store for the same flood updates (content from the server's ``Translator``,
 the raw JSON-RPC frame, ids made like the server's, timestamps), ``BATCH`` rows per transaction
@@ -54,8 +55,13 @@ def _rows(
 def _schema(path: Path) -> None:
     from sqlalchemy import create_engine
 
+    from store.engine import SQLITE_PAGE_SIZE
     from store.models import Base
 
+    new = sqlite3.connect(path)  # the server's page size for a new file, set before any write
+    new.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
+    new.execute("PRAGMA journal_mode=WAL")
+    new.close()
     engine = create_engine(f"sqlite:///{path}")
     Base.metadata.create_all(engine)
     engine.dispose()
@@ -65,6 +71,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
     import orjson
 
     from server.stream.writer import new_id  # the same ids as the server's rows
+    from store.hot_writes import WRITER_CACHE_KIB
 
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"limit-{kind}.sqlite"
@@ -77,6 +84,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
         "synchronous=NORMAL",
         "busy_timeout=30000",
         "foreign_keys=ON",
+        f"cache_size=-{WRITER_CACHE_KIB}",  # as the server's writer thread
     ):
         db.execute(f"PRAGMA {pragma}")
     now = datetime.now(UTC).replace(tzinfo=None)
