@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 
 import pytest
 from anyio import create_task_group, fail_after, wait_all_tasks_blocked
@@ -39,17 +40,33 @@ def batch(store: Database, rows: int) -> HotBatch:
     return hot
 
 
-def threads_of(hot: SqliteHotWriter) -> list[int]:
-    """Record the thread each transaction of ``hot`` is written on."""
-    seen: list[int] = []
-    write = hot._write
+@dataclass
+class Hot:
+    """A hot writer on the test's database file, and the thread each of its
+    transactions was written on."""
+
+    path: str
+    writer: SqliteHotWriter
+    threads: list[int]
+
+
+@pytest.fixture
+async def hot(sqlite_store: Database) -> AsyncIterator[Hot]:
+    path = make_url(sqlite_store.url).database
+    assert path is not None
+    writer = SqliteHotWriter(path)
+    threads: list[int] = []
+    write = writer._write
 
     def recording(conn: sqlite3.Connection, batch: HotBatch) -> None:
-        seen.append(threading.get_ident())
+        threads.append(threading.get_ident())
         write(conn, batch)
 
-    hot._write = recording  # type: ignore[method-assign]
-    return seen
+    writer._write = recording  # type: ignore[method-assign]
+    try:
+        yield Hot(path, writer, threads)
+    finally:
+        await writer.close()
 
 
 def count(path: str) -> int:
@@ -58,74 +75,55 @@ def count(path: str) -> int:
 
 
 async def test_a_small_batch_on_the_loop_thread_a_big_one_on_the_writer_thread(
-    sqlite_store: Database,
+    sqlite_store: Database, hot: Hot
 ) -> None:
-    path = make_url(sqlite_store.url).database
-    assert path is not None
-    hot = SqliteHotWriter(path)
-    seen = threads_of(hot)
     small, big = batch(sqlite_store, INLINE_ROWS), batch(sqlite_store, INLINE_ROWS + 1)
     big.messages[:] = [
         (f"b{n}", *row[1:2], row[2] + INLINE_ROWS, *row[3:]) for n, row in enumerate(big.messages)
     ]
-    try:
-        await hot.commit(small, None)
-        await hot.commit(big, None)
-    finally:
-        await hot.close()
-    assert seen[0] == threading.get_ident()
-    assert seen[1] != threading.get_ident()
-    assert count(path) == 2 * INLINE_ROWS + 1
+    await hot.writer.commit(small, None)
+    await hot.writer.commit(big, None)
+    assert hot.threads[0] == threading.get_ident()
+    assert hot.threads[1] != threading.get_ident()
+    assert count(hot.path) == 2 * INLINE_ROWS + 1
 
 
 async def test_a_small_batch_whose_lock_is_held_waits_on_the_writer_thread(
-    sqlite_store: Database,
+    sqlite_store: Database, hot: Hot
 ) -> None:
-    path = make_url(sqlite_store.url).database
-    assert path is not None
-    hot = SqliteHotWriter(path)
-    seen = threads_of(hot)
-    holder = sqlite3.connect(path, isolation_level=None)
+    holder = sqlite3.connect(hot.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another connection's write transaction
     try:
         # far below the busy timeout: a loop thread that waited for the lock would be
         # stuck past it and the scope would time out
         with fail_after(SQLITE_BUSY_TIMEOUT_MS / 1000 / 3):
             async with create_task_group() as tg:
-                tg.start_soon(hot.commit, batch(sqlite_store, 1), None)
+                tg.start_soon(hot.writer.commit, batch(sqlite_store, 1), None)
                 await wait_all_tasks_blocked()  # the commit waits on the writer's thread
-                assert seen == []  # the loop did not write (nor wait: we are here)
+                assert hot.threads == []  # the loop did not write (nor wait: we are here)
                 holder.execute("COMMIT")
-        assert len(seen) == 1 and seen[0] != threading.get_ident()
-        assert count(path) == 1
-        busy = hot._connection().execute("PRAGMA busy_timeout").fetchone()[0]
+        assert len(hot.threads) == 1 and hot.threads[0] != threading.get_ident()
+        assert count(hot.path) == 1
+        busy = hot.writer._connection().execute("PRAGMA busy_timeout").fetchone()[0]
         assert busy == SQLITE_BUSY_TIMEOUT_MS  # the thread connection waits for locks
     finally:
         holder.close()
-        await hot.close()
 
 
 async def test_the_loop_thread_never_checkpoints_the_writer_thread_does(
-    sqlite_store: Database, monkeypatch: pytest.MonkeyPatch
+    sqlite_store: Database, hot: Hot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inline commits never checkpoint the WAL (no copy and fsync on the event loop's
     thread); after INLINE_COMMITS of them the next batch goes to the writer's thread,
     whose connection checkpoints as SQLite does by default, and inline commits resume."""
     monkeypatch.setattr(hot_writes, "INLINE_COMMITS", 3)
-    path = make_url(sqlite_store.url).database
-    assert path is not None
-    hot = SqliteHotWriter(path)
-    seen = threads_of(hot)
-    try:
-        for n in range(5):
-            small = batch(sqlite_store, 1)
-            small.messages[:] = [(f"m{n}", *small.messages[0][1:2], n + 1, *small.messages[0][3:])]
-            await hot.commit(small, None)
-        inline = hot._inline_connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-        threaded = hot._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-    finally:
-        await hot.close()
+    for n in range(5):
+        small = batch(sqlite_store, 1)
+        small.messages[:] = [(f"m{n}", *small.messages[0][1:2], n + 1, *small.messages[0][3:])]
+        await hot.writer.commit(small, None)
+    inline = hot.writer._inline_connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    threaded = hot.writer._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0]
     loop = threading.get_ident()
-    assert seen[:3] == [loop] * 3 and seen[3] != loop and seen[4] == loop
+    assert hot.threads[:3] == [loop] * 3 and hot.threads[3] != loop and hot.threads[4] == loop
     assert (inline, threaded) == (0, 1000)
-    assert count(path) == 5
+    assert count(hot.path) == 5

@@ -25,12 +25,17 @@ def test_a_flood_of_ids_is_strictly_increasing_and_unique() -> None:
     assert ids == sorted(ids, key=lambda i: uuid.UUID(i).int)  # text order is number order
 
 
-def test_the_order_holds_when_the_clock_stands_still_or_steps_back(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    now = [1_800_000_000_000 * 1_000_000]  # ns
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ids' wall clock, standing still until a test moves it: ``clock[0]`` in ns."""
+    now = [1_800_000_000_000 * 1_000_000]
     monkeypatch.setattr(ids_module, "time", SimpleNamespace(time_ns=lambda: now[0]))
     monkeypatch.setattr(ids_module, "_last_millis", 0)
+    return now
+
+
+def test_the_order_holds_when_the_clock_stands_still_or_steps_back(clock: list[int]) -> None:
+    now = clock
     ids = [new_id() for _ in range(5000)]  # more than the 12-bit counter holds in 1 ms
     now[0] -= 10_000_000_000  # the wall clock steps back 10 s
     ids += [new_id() for _ in range(100)]
@@ -55,11 +60,9 @@ def test_batches_of_ids_are_the_same_ids_in_the_same_order() -> None:
 
 
 def test_a_batch_keeps_the_order_when_the_clock_stands_still_or_steps_back(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: list[int],
 ) -> None:
-    now = [1_800_000_000_000 * 1_000_000]  # ns
-    monkeypatch.setattr(ids_module, "time", SimpleNamespace(time_ns=lambda: now[0]))
-    monkeypatch.setattr(ids_module, "_last_millis", 0)
+    now = clock
     ids = new_ids(5000)  # more than the 12-bit counter holds in 1 ms
     now[0] -= 10_000_000_000
     ids += new_ids(100) + [new_id()]
