@@ -53,15 +53,22 @@ async def everything_agrees(db: Database, repos: list[str]) -> None:
     await compare(db, exact.StatsQuery(**whole, tz="Asia/Kolkata", repo_id=repos[0]), "day")
 
 
-async def test_upgrade_backfills_and_downgrade_removes(database: Database) -> None:
-    await upgrade(database, BEFORE)
+async def seed_history(database: Database, seed: int) -> tuple[random.Random, list[str], list[str]]:
+    """Two rounds of random history over two repositories, then random changes to it:
+    the generator (to write more of the same), the repositories and the sessions."""
     async with database.write() as s, s.begin():
         s.add(Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=BASE))
-    rnd = random.Random(15)  # noqa: S311 (reproducible test data)
+    rnd = random.Random(seed)  # noqa: S311 (reproducible test data)
     repos = [str(uuid.uuid4()) for _ in range(2)]
     sessions = await write_history(database, rnd, repos)
     sessions += await write_history(database, rnd, repos)
     await mutate(database, rnd, sessions)
+    return rnd, repos, sessions
+
+
+async def test_upgrade_backfills_and_downgrade_removes(database: Database) -> None:
+    await upgrade(database, BEFORE)
+    rnd, repos, sessions = await seed_history(database, 15)
     assert await leftovers(database) == []
 
     await upgrade(database)
@@ -99,13 +106,7 @@ async def test_0008_fills_filtered_quarter_hours_and_downgrades(database: Databa
     there, its triggers keep them; its downgrade removes them (0006's triggers write as
     before) and upgrading again fills them from what was written meanwhile."""
     await upgrade(database, "0007_session_indexes")
-    async with database.write() as s, s.begin():
-        s.add(Repo(id="r1", name="demo", path="/w/demo", is_git_repo=True, created_at=BASE))
-    rnd = random.Random(8)  # noqa: S311 (reproducible test data)
-    repos = [str(uuid.uuid4()) for _ in range(2)]
-    sessions = await write_history(database, rnd, repos)
-    sessions += await write_history(database, rnd, repos)
-    await mutate(database, rnd, sessions)
+    rnd, repos, sessions = await seed_history(database, 8)
     assert await quarter_rows_filtered(database) == 0
 
     await upgrade(database)
