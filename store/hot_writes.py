@@ -29,6 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import runs as run_store
+from store.checkpoints import Checkpointer
 from store.engine import SQLITE_BUSY_TIMEOUT_MS
 from store.models import ToolCall
 
@@ -54,11 +55,6 @@ _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # thread wake-ups, a self-pipe write) cost more than the commit itself. At 1 000
 # updates/s (one row a commit) the server's CPU fell from ~395 to ~300 us an update.
 INLINE_ROWS = 8
-# The inline connection never checkpoints on COMMIT (wal_autocheckpoint=0): an inline
-# commit never copies the WAL into the database file and fsyncs it on the event loop's
-# thread. After this many inline commits (~1 000 WAL pages, SQLite's default checkpoint
-# size) the next batch goes to the writer's thread, whose connection checkpoints as usual.
-INLINE_COMMITS = 200
 # The writer's thread commits a flood's batches (up to 2 000 rows; ~20 MB for ~5 KB tool
 # updates). With SQLite's default page cache (2 MB) such a transaction spills dirty pages
 # into the WAL before its COMMIT and writes the B-tree pages it touches again after
@@ -173,45 +169,38 @@ class SqliteHotWriter:
         self._inline: sqlite3.Connection | None = None
         self._statements: dict[tuple[str, tuple[str, ...]], str] = {}
         self._thread = anyio.CapacityLimiter(1)
-        self._inline_commits = 0  # since the last commit on the writer's thread
+        self._checkpoints = Checkpointer(path)  # neither connection checkpoints itself
 
-    def _connect(self, *, busy_timeout_ms: int, autocheckpoint: bool) -> sqlite3.Connection:
+    def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         # The same settings as the SQLAlchemy engines (store/engine.py).
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys=ON")
-        if not autocheckpoint:
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-        else:  # the writer's thread: room for a whole batch (WRITER_CACHE_KIB)
-            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # store/checkpoints.py does it
         return conn
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = self._connect(busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS, autocheckpoint=True)
+            self._conn = self._connect(busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+            # the writer's thread: room for a whole batch (WRITER_CACHE_KIB)
+            self._conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         return self._conn
 
     def _inline_connection(self) -> sqlite3.Connection:
-        if self._inline is None:  # never waits for a lock, never checkpoints
-            self._inline = self._connect(busy_timeout_ms=0, autocheckpoint=False)
+        if self._inline is None:  # never waits for a lock
+            self._inline = self._connect(busy_timeout_ms=0)
         return self._inline
 
     async def commit(self, batch: HotBatch, announce: tuple[str, list[str]] | None) -> None:
         """Write ``batch`` on the writer's thread (no NOTIFY on SQLite: ``announce`` is
         None); a batch of at most ``INLINE_ROWS`` rows on the calling thread when the
-        database's write lock is free at once (and no checkpoint is due)."""
+        database's write lock is free at once."""
         assert announce is None
-        if (
-            len(batch.messages) + len(batch.tools) <= INLINE_ROWS
-            and self._inline_commits < INLINE_COMMITS
-            and self._commit_inline(batch)
-        ):
-            self._inline_commits += 1
+        if len(batch.messages) + len(batch.tools) <= INLINE_ROWS and self._commit_inline(batch):
             return
         await anyio.to_thread.run_sync(self.commit_sync, batch, limiter=self._thread)
-        self._inline_commits = 0
 
     def _commit_inline(self, batch: HotBatch) -> bool:
         """``commit_sync`` without waiting for the write lock: False, with nothing done,
@@ -254,6 +243,7 @@ class SqliteHotWriter:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._checkpoints.wrote(len(batch.messages) + len(batch.tools))
 
     def _tools(
         self, conn: sqlite3.Connection, ops: Sequence[ToolCallInsert | ToolCallUpdate]
@@ -298,6 +288,7 @@ class SqliteHotWriter:
         return text
 
     async def close(self) -> None:
+        await anyio.to_thread.run_sync(self._checkpoints.close)
         for conn in (self._conn, self._inline):
             if conn is not None:
                 conn.close()
