@@ -134,7 +134,11 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
             continue
         size = len(data.encode())
         if size > limit and (size > prompt_limit or not _is_prompt(data)):
-            await websocket.close(1009, "message too big")
+            # Shielded: _send_live, failing to send a frame once the close has begun,
+            # cancels the task group, which could otherwise drop the close unsent (the
+            # viewer then waited for ever instead of getting 1009).
+            with anyio.CancelScope(shield=True):
+                await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
         await websocket.send_text(dumps(reply))
