@@ -48,6 +48,15 @@ TestClient.websocket_connect = _local_websocket_connect  # type: ignore[method-a
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist loadgroup``) the browser
+    tests go to one worker as one group: they share one Chromium per package and live
+    servers per module, which a test-by-test spread would start again on each worker."""
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
