@@ -109,9 +109,11 @@ async def test_a_lost_listen_connection_is_reconnected_and_viewers_catch_up(
                         await anyio.sleep(0.02)
                 await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
                 try:
-                    killed = await admin.fetch(
+                    killed = await admin.fetch(  # this test's database: tests run in parallel
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE application_name = 'agent-sessions listen node-b'"
+                        "WHERE application_name = 'agent-sessions listen node-b' "
+                        "AND datname = $1",
+                        database,
                     )
                     assert [r[0] for r in killed] == [True]
                     await wait_log(b, "LISTEN connection failed")
