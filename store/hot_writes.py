@@ -217,9 +217,11 @@ class SqliteHotWriter:
         return True
 
     def commit_sync(self, batch: HotBatch) -> None:
-        """Write ``batch`` in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``); on any
-        error roll back and raise."""
+        """Write ``batch`` in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``), after
+        the WAL checkpoint in progress if any (so that the WAL is written from its start
+        again: store/checkpoints.py); on any error roll back and raise."""
         conn = self._connection()
+        self._checkpoints.wait_idle()
         conn.execute("BEGIN IMMEDIATE")
         self._write(conn, batch)
 

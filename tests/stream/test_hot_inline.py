@@ -142,3 +142,72 @@ async def test_checkpoints_run_on_a_thread_of_their_own(
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert hot.threads == [threading.get_ident()] * 3  # all three inline
     assert count(hot.path) == 3
+
+
+def wal_resets(path: str) -> int:
+    """The WAL header's checkpoint sequence number: SQLite adds one each time a
+    transaction writes the WAL from its start again (after a complete checkpoint)."""
+    with open(f"{path}-wal", "rb") as wal:
+        return int.from_bytes(wal.read(16)[12:16], "big")
+
+
+@pytest.fixture
+def held_checkpoint(hot: Hot, monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Checkpoints after every commit, each held until the returned event is set (the
+    checkpointer's thread waits on it in ``_checkpoint``); set at teardown."""
+    monkeypatch.setattr(checkpoints, "EVERY_COMMITS", 1)
+    release = threading.Event()
+    checkpointer = hot.writer._checkpoints
+    run = checkpointer._checkpoint
+
+    def held(conn: sqlite3.Connection) -> None:
+        release.wait()
+        run(conn)
+
+    checkpointer._checkpoint = held  # type: ignore[method-assign]
+    try:
+        yield release
+    finally:
+        release.set()
+
+
+def numbered(store: Database, rows: int, first_seq: int) -> HotBatch:
+    """``batch(store, rows)`` with ids and seqs from ``first_seq`` on."""
+    hot = batch(store, rows)
+    hot.messages[:] = [
+        (f"m{first_seq + n}", row[1], first_seq + n, *row[3:])
+        for n, row in enumerate(hot.messages)
+    ]
+    return hot
+
+
+async def test_the_writer_thread_begins_after_a_checkpoint_in_progress(
+    sqlite_store: Database, hot: Hot, held_checkpoint: threading.Event
+) -> None:
+    """A transaction that begins while a checkpoint copies the WAL appends to it (the
+    WAL keeps growing); the writer's thread waits for the checkpoint, so its next
+    transaction writes the WAL from the start again."""
+    big = INLINE_ROWS + 1
+    await hot.writer.commit(numbered(sqlite_store, big, 1), None)  # requests a checkpoint
+    resets = wal_resets(hot.path)
+    async with create_task_group() as tg:
+        tg.start_soon(hot.writer.commit, numbered(sqlite_store, big, big + 1), None)
+        await wait_all_tasks_blocked()
+        assert len(hot.threads) == 1  # the second waits for the checkpoint
+        held_checkpoint.set()
+    assert len(hot.threads) == 2 and hot.threads[1] != threading.get_ident()
+    assert wal_resets(hot.path) == resets + 1  # the second wrote the WAL from its start
+    assert count(hot.path) == 2 * big
+
+
+async def test_a_small_batch_never_waits_for_a_checkpoint(
+    sqlite_store: Database, hot: Hot, held_checkpoint: threading.Event
+) -> None:
+    """The event loop's thread does not wait for a checkpoint in progress: a small batch
+    is committed there at once, alongside it."""
+    await hot.writer.commit(numbered(sqlite_store, 1, 1), None)  # requests a checkpoint
+    assert not hot.writer._checkpoints._idle.is_set()  # held: in progress
+    with fail_after(checkpoints.WAIT_SECONDS / 2):  # a wait would last WAIT_SECONDS
+        await hot.writer.commit(numbered(sqlite_store, 1, 2), None)
+    assert hot.threads == [threading.get_ident()] * 2
+    assert count(hot.path) == 2
