@@ -19,4 +19,9 @@ ensure_venv() {
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2
     touch "$stamp"
   fi
+  # Byte-code for our own packages (the editable install leaves none, and with
+  # PYTHONDONTWRITEBYTECODE=1 no import writes it): every server start would compile
+  # ~100 modules from source, ~0.1 s of its ~0.6 s start-up. Up-to-date files are skipped.
+  "$VENV/bin/python" -m compileall -q "$ROOT/server" "$ROOT/agent_bridge" "$ROOT/store" \
+    "$ROOT/scripts/benchlib" >/dev/null
 }

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Row, delete, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.models import Node, SessionOwner
@@ -29,6 +28,8 @@ _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
 async def register_node(db: AsyncSession, node_id: str, url: str, now: datetime) -> None:
     """Insert the node, or restart its row (same id: a restarted node)."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert  # PostgreSQL only
+
     stmt = pg_insert(Node).values(id=node_id, url=url, started_at=now, heartbeat_at=now)
     await db.execute(
         stmt.on_conflict_do_update(
@@ -42,6 +43,8 @@ async def claim_session(
     db: AsyncSession, session_id: str, node_id: str, now: datetime, until: datetime
 ) -> bool:
     """Take the session's lease (until ``until``) unless another node holds a valid one."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert  # PostgreSQL only
+
     stmt = pg_insert(SessionOwner).values(session_id=session_id, node_id=node_id, lease_until=until)
     claim = stmt.on_conflict_do_update(
         index_elements=[SessionOwner.session_id],

@@ -98,6 +98,9 @@ def open_database(url: str) -> Database:
         writer = _make_engine(url, immediate=True, pool_size=1, max_overflow=0)
         reader = _make_engine(url, immediate=False, pool_size=4, max_overflow=4)
     else:
+        from store.models import postgresql_options
+
+        postgresql_options()
         writer = _make_engine(url, immediate=False, pool_size=10, max_overflow=10)
         reader = writer
     return Database(

@@ -4,6 +4,7 @@ permission requests."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -21,7 +22,6 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -39,13 +39,46 @@ __all__ = [
     "SessionRecord",
     "ToolCall",
     "UtcDateTime",
+    "postgresql_options",
     "stats_runs",
     "stats_tools",
     "utcnow",
 ]
 
+
+class _Json(TypeDecorator[JsonValue]):
+    """JSON, and JSONB on PostgreSQL. The PostgreSQL dialect's modules load only when a
+    PostgreSQL engine first uses the type: ``with_variant(JSONB)`` imported them on every
+    start (~80 ms of a SQLite server's start-up, measured with ``-X importtime``)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB(none_as_null=True))
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+
 # none_as_null: Python None is SQL NULL (not the JSON literal null), so IS NULL works.
-JsonType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+JsonType = _Json(none_as_null=True)
+
+
+_ELICITATION = "type = 'elicitation'"
+
+
+def postgresql_options() -> None:
+    """Give the metadata its PostgreSQL-only options (``ix_messages_elicitation``'s WHERE)
+    before a PostgreSQL engine uses it; idempotent. A ``postgresql_*`` keyword loads the
+    PostgreSQL dialect's modules to validate it (~45-80 ms, ``-X importtime``), so the
+    models leave it out and a SQLite server never pays for them. The schema itself comes
+    from the migrations (0007 makes the index partial on both databases); this keeps
+    ``create_all`` and autogenerate comparisons equal to them."""
+    table = Base.metadata.tables["messages"]
+    index = next(i for i in table.indexes if i.name == "ix_messages_elicitation")
+    index.dialect_kwargs["postgresql_where"] = text(_ELICITATION)
 
 
 def utcnow() -> datetime:
@@ -146,13 +179,8 @@ class Message(Base):
         UniqueConstraint("session_id", "seq", name="uq_messages_session_seq"),
         Index("ix_messages_run", "run_id", "seq"),
         # start-up recovery: every session's elicitations without a scan (0007)
-        Index(
-            "ix_messages_elicitation",
-            "session_id",
-            "seq",
-            sqlite_where=text("type = 'elicitation'"),
-            postgresql_where=text("type = 'elicitation'"),
-        ),
+        # partial; on PostgreSQL too, once postgresql_options() has run
+        Index("ix_messages_elicitation", "session_id", "seq", sqlite_where=text(_ELICITATION)),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

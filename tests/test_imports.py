@@ -308,15 +308,16 @@ async def main():
         pass
 
 anyio.run(main)
-lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema'}
-print(sorted({n.split('.')[0] for n in sys.modules} & lazy))
+lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema', 'sqlalchemy.dialects.postgresql'}
+print(sorted(lazy & set(sys.modules)))
 """
 
 
 def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path) -> None:
     """Alembic loads only when the schema is behind (the first start migrates the fresh
-    file), the PostgreSQL driver only with a PostgreSQL URL, httpx only when clustering,
-    jsonschema only when an elicitation comes."""
+    file), the PostgreSQL driver and SQLAlchemy's PostgreSQL dialect only with a
+    PostgreSQL URL, httpx only when clustering, jsonschema only when an elicitation
+    comes."""
     import os
     import sqlite3
     import subprocess
@@ -342,7 +343,8 @@ def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path
             check=True,
         ).stdout.strip()
 
-    assert start() == "['alembic']"  # a fresh file: migrated
+    # a fresh file: migrated (Alembic's own PostgreSQL support loads that dialect)
+    assert start() == "['alembic', 'sqlalchemy.dialects.postgresql']"
     with sqlite3.connect(tmp_path / "db.sqlite") as db:
         (version,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
         assert "messages" in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
@@ -350,3 +352,35 @@ def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path
 
     assert version == head_revision()
     assert start() == "[]"  # at head: one query, no Alembic
+
+
+def test_serve_and_seed_demo_load_no_client_modules(tmp_path: Path) -> None:
+    """The command line's client commands (sessions, chat, export, usage) load only when
+    one of them runs: ``serve`` is not slowed by them; ``--help`` still lists them."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\nfrom server.cli import main\nmain(sys.argv[1:])\n"
+        "print('client loaded:', 'server.cli.client' in sys.modules)"
+    )
+    env = {**os.environ, "AGENT_WORKSPACE_ROOT": str(tmp_path), "AGENTS_FILE": ""}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    seeded = run("seed-demo")
+    assert seeded.returncode == 0, seeded.stderr
+    assert seeded.stdout.strip() == "client loaded: False"
+    assert (tmp_path / "demo" / ".git").is_dir()
+    helped = run("--help")
+    assert helped.returncode == 0
+    assert "usage" in helped.stdout and "export" in helped.stdout

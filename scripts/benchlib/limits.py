@@ -2,7 +2,8 @@
 
 ``sqlite_rows_per_second``: stdlib ``sqlite3`` on a file with the server's pragmas (WAL,
 ``synchronous=NORMAL``, ``busy_timeout``, ``foreign_keys``, the writer thread's page cache, the
-page size of a new file) and the server's own schema
+page size of a new file, WAL checkpoints on a thread of their own as ``store/checkpoints.py``
+runs them) and the server's own schema
 (``Base.metadata.create_all``, so the same columns and indexes), inserting the rows the
 server would store for the same flood updates (content from the server's ``Translator``,
 the raw JSON-RPC frame, ids made like the server's, timestamps), ``BATCH`` rows per transaction
@@ -71,6 +72,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
     import orjson
 
     from server.stream.writer import new_id  # the same ids as the server's rows
+    from store.checkpoints import Checkpointer
     from store.hot_writes import WRITER_CACHE_KIB
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -85,8 +87,10 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
         "busy_timeout=30000",
         "foreign_keys=ON",
         f"cache_size=-{WRITER_CACHE_KIB}",  # as the server's writer thread
+        "wal_autocheckpoint=0",  # checkpoints on a thread of their own, as the server's
     ):
         db.execute(f"PRAGMA {pragma}")
+    checkpoints = Checkpointer(str(path))
     now = datetime.now(UTC).replace(tzinfo=None)
     db.execute("INSERT INTO repos VALUES (?, ?, ?, ?, ?)", ("r", "r", "/r", 0, str(now)))
     db.execute(
@@ -125,7 +129,9 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
         db.execute("BEGIN IMMEDIATE")
         db.executemany(sql, params)
         db.execute("COMMIT")
+        checkpoints.wrote(len(params))
     seconds = time.perf_counter() - started
+    checkpoints.close()
     stored = db.execute("SELECT count(*) FROM messages").fetchone()[0]
     db.close()
     if stored != count:

@@ -54,8 +54,9 @@ async def _raw_rows_per_second(url: str, count: int) -> dict[str, Any]:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     from server.stream.writer import new_id
-    from store.models import Base
+    from store.models import Base, postgresql_options
 
+    postgresql_options()  # the partial index, as the migrations make it
     engine = create_async_engine(url)
     async with engine.begin() as conn:
         await conn.run_sync(Base.metadata.create_all)

@@ -158,9 +158,11 @@ def main(argv: list[str] | None = None) -> None:
             f"demo repository: {seed_demo(_settings().workspace_root)}", file=sys.stderr
         )
     )
-    from server.cli.client import main as client_main
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in ("serve", "seed-demo"):  # the client's modules: ~15 ms
+        from server.cli.client import main as client_main
 
-    client_main.add_commands(sub)
+        client_main.add_commands(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     args.func(args)

@@ -366,11 +366,15 @@ class Hub:
     async def recover(self) -> None:
         """After a crash: kill what a dead process of this node left, interrupt its running
         runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
-        await anyio.to_thread.run_sync(self.cgroups.start)  # its stale cgroups first
-        await anyio.to_thread.run_sync(kill_orphans, self.owner)
-        await self.recover_sessions(None)
+        async with anyio.create_task_group() as tg:  # the processes and the rows at once
+            tg.start_soon(anyio.to_thread.run_sync, self._kill_leftovers)
+            await self.recover_sessions(None)
         async with self.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))
+
+    def _kill_leftovers(self) -> None:
+        self.cgroups.start()  # its stale cgroups first (20-45 ms: off the start-up's path)
+        kill_orphans(self.owner)
 
     async def recover_sessions(self, only: set[str] | None) -> None:
         """Interrupt the running runs and cancel the pending permissions of sessions

@@ -62,3 +62,19 @@ async def test_every_sessions_pending_ones_are_read_through_the_partial_index(
 
     [(sql, details)] = await query_plans(store, read, "FROM messages")
     assert "ix_messages_elicitation" in details, (sql, details)
+
+
+def test_the_models_index_is_partial_on_postgresql_once_an_engine_is_opened() -> None:
+    """The models leave ``postgresql_where`` out (it loads the PostgreSQL dialect);
+    opening a PostgreSQL database puts it in, so ``create_all`` makes the index the
+    migrations make. No server needed: the engine connects on first use only."""
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateIndex
+
+    from store import open_database
+    from store.models import Message
+
+    (index,) = [i for i in Message.__table__.indexes if i.name == "ix_messages_elicitation"]
+    open_database("postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    ddl = str(CreateIndex(index).compile(dialect=postgresql.dialect()))
+    assert ddl.endswith("WHERE type = 'elicitation'"), ddl
