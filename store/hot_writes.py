@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import runs as run_store
 from store.checkpoints import Checkpointer
-from store.engine import SQLITE_BUSY_TIMEOUT_MS
+from store.engine import SQLITE_BUSY_TIMEOUT_MS, SQLITE_WAL_LIMIT_BYTES
 from store.models import ToolCall
 
 __all__ = [
@@ -195,6 +195,7 @@ class SqliteHotWriter:
         conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # store/checkpoints.py does it
+        conn.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
         return conn
 
     def _connection(self) -> sqlite3.Connection:
