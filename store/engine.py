@@ -22,10 +22,15 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-__all__ = ["Database", "open_database"]
+__all__ = ["SQLITE_WAL_LIMIT_BYTES", "Database", "open_database"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_PAGE_SIZE = 8192  # a new database's (see _sqlite_pragmas)
+# What the WAL file is cut back to when a writer starts it over after a complete
+# checkpoint. With checkpoints off the commit path (store/checkpoints.py) a flood never
+# lets the WAL restart, so it grows (380-440 MB for 30 000 ~5 KB tool updates) and,
+# without a limit, keeps that size on disk for good.
+SQLITE_WAL_LIMIT_BYTES = 64 * 1024 * 1024
 _PING = text("SELECT 1")
 
 
@@ -48,6 +53,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
     cursor.close()
 
 

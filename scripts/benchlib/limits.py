@@ -73,6 +73,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
 
     from server.stream.writer import new_id  # the same ids as the server's rows
     from store.checkpoints import Checkpointer
+    from store.engine import SQLITE_WAL_LIMIT_BYTES
     from store.hot_writes import WRITER_CACHE_KIB
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -88,6 +89,7 @@ def sqlite_rows_per_second(workdir: Path, kind: str, count: int) -> dict[str, An
         "foreign_keys=ON",
         f"cache_size=-{WRITER_CACHE_KIB}",  # as the server's writer thread
         "wal_autocheckpoint=0",  # checkpoints on a thread of their own, as the server's
+        f"journal_size_limit={SQLITE_WAL_LIMIT_BYTES}",
     ):
         db.execute(f"PRAGMA {pragma}")
     checkpoints = Checkpointer(str(path))

@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from anyio import create_task_group, fail_after, to_thread, wait_all_tasks_blocked
@@ -16,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
-from store import Database, checkpoints
+from store import Database, checkpoints, hot_writes
 from store.engine import SQLITE_BUSY_TIMEOUT_MS
 from store.hot_writes import INLINE_ROWS, HotBatch, SqliteHotWriter
 
@@ -142,3 +143,25 @@ async def test_checkpoints_run_on_a_thread_of_their_own(
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert hot.threads == [threading.get_ident()] * 3  # all three inline
     assert count(hot.path) == 3
+
+
+async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
+    sqlite_store: Database, hot: Hot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With checkpoints off the commit path a flood's WAL grows past the checkpoints; once
+    one has copied everything, the next commit starts the WAL over and cuts the file back
+    to ``journal_size_limit`` instead of leaving it at the flood's size for good."""
+    limit = 64 * 1024
+    monkeypatch.setattr(hot_writes, "SQLITE_WAL_LIMIT_BYTES", limit)
+    monkeypatch.setattr(checkpoints, "EVERY_COMMITS", 1)
+    flood = batch(sqlite_store, 3000)
+    await hot.writer.commit(flood, None)
+    ran = hot.writer._checkpoints.ran
+    assert await to_thread.run_sync(ran.wait, 30)  # everything copied, no reader in the way
+    wal = Path(f"{hot.path}-wal")
+    assert wal.stat().st_size > 4 * limit
+    late = batch(sqlite_store, 1)
+    late.messages[:] = [("late", *late.messages[0][1:2], 3001, *late.messages[0][3:])]
+    await hot.writer.commit(late, None)
+    assert wal.stat().st_size <= limit + 16 * 1024  # cut back, then the new commit's pages
+    assert count(hot.path) == 3001

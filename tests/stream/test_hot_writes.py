@@ -17,7 +17,7 @@ from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
 from store import Database, SessionRecord
 from store import messages as message_store
-from store.hot_writes import SqliteHotWriter
+from store.hot_writes import ROWS_PER_INSERT, SqliteHotWriter
 from store.hot_writes_pg import PgHotWriter
 from tests.store.test_store import session_record
 
@@ -32,9 +32,19 @@ def drafts() -> list[Draft]:
     ]
 
 
-async def write(writer: Writer, session_id: str) -> list[dict[str, Any]]:
+def flood() -> list[Draft]:
+    """A flood's batch: INSERTs of ROWS_PER_INSERT rows, then a few one by one."""
+    return [
+        Draft("agent", {"type": "text", "text": f"chunk {n} ✓", "partial": True}, {"n": n}, "r1", n)
+        for n in range(2 * ROWS_PER_INSERT + 3)
+    ]
+
+
+async def write(
+    writer: Writer, session_id: str, batch: list[Draft] | None = None
+) -> list[dict[str, Any]]:
     writer.open_session(session_id, 0)
-    receipt = writer.submit(session_id, drafts())
+    receipt = writer.submit(session_id, drafts() if batch is None else batch)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         rows = await receipt.wait()
@@ -92,6 +102,32 @@ async def test_the_hot_path_stores_what_sqlalchemy_stores(store: Database) -> No
             assert record is not None
             assert record.last_seq == 3
             assert record.last_activity_at == rows[-1]["created_at"]
+
+
+async def test_a_floods_batch_stores_what_sqlalchemy_stores(store: Database) -> None:
+    """Rows that go in ROWS_PER_INSERT to a statement (SQLite) are stored as the
+    SQLAlchemy path stores them one by one, in seq order."""
+    async with store.write() as db, db.begin():
+        db.add(session_record("s2"))
+    hot = Writer(store, Broker())
+    cold = Writer(store, Broker())
+    cold._hot = None
+    hot_batch, cold_batch = flood(), flood()
+    hot_rows = await write(hot, "s1", hot_batch)
+    cold_rows = await write(cold, "s2", cold_batch)
+    if store.dialect == "sqlite":
+        path = make_url(store.url).database
+        assert path is not None
+        assert stored(path, "s1") == stored(path, "s2")
+    async with store.read() as db:
+        for session_id, rows, batch in (("s1", hot_rows, hot_batch), ("s2", cold_rows, cold_batch)):
+            messages = await message_store.list_messages(
+                db, session_id, message_store.MessageFilter(), limit=None
+            )
+            assert [(m.id, m.seq, m.content, m.raw, m.run_id) for m in messages] == [
+                (r["id"], n + 1, d.content, d.raw, d.run_id)
+                for n, (r, d) in enumerate(zip(rows, batch, strict=True))
+            ]
 
 
 async def test_a_batch_with_another_op_goes_through_sqlalchemy_in_order(store: Database) -> None:

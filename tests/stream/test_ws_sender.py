@@ -1,6 +1,7 @@
 """server/web/ws_sender.py: under the real uvicorn protocol the server runs with, a
-viewer's queued frames go out in one socket write, each still its own text frame, in
-order; under any other ASGI server (Starlette's test client) it falls back to one send per
+viewer's queued frames go out in socket writes of about WRITE_BYTES (not one per frame,
+nor a whole backlog joined in one), each still its own text frame, in order; under any
+other ASGI server (Starlette's test client) it falls back to one send per
 frame. The fast path finds uvicorn's protocol through its internals, so this test is what
 notices an uvicorn release that moves them."""
 
@@ -18,7 +19,7 @@ from starlette.websockets import WebSocket
 from websockets.asyncio.client import connect
 from websockets.frames import Frame, Opcode
 
-from server.web.ws_sender import FrameSender, _header
+from server.web.ws_sender import WRITE_BYTES, FrameSender, _header
 
 pytestmark = pytest.mark.anyio
 
@@ -39,10 +40,22 @@ FRAMES = [
 ]
 
 
+WRITES: list[int] = []  # the sizes of the transport writes of the frames (fast path)
+
+
 async def endpoint(websocket: WebSocket) -> None:
     await websocket.accept()
     sender = FrameSender(websocket)
     await websocket.send_text("fast" if sender._protocol is not None else "fallback")
+    if sender._protocol is not None:
+        transport = sender._protocol.transport
+        write = transport.write
+
+        def recording(data: bytes) -> None:
+            WRITES.append(len(data))
+            write(data)
+
+        transport.write = recording
     await sender.send(FRAMES)
     await websocket.close()
 
@@ -51,11 +64,13 @@ APP = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
 
 
 @pytest.mark.parametrize("compression", [None, "deflate"])
-async def test_under_uvicorn_the_frames_go_in_one_write_each_its_own_frame(
+async def test_under_uvicorn_the_frames_go_in_few_writes_each_its_own_frame(
     compression: str | None,
 ) -> None:
-    """Without an extension the sender writes the frame headers itself; with
-    permessage-deflate negotiated the protocol frames (and compresses) them."""
+    """Without an extension the sender writes the frame headers itself, a write once
+    WRITE_BYTES of frames are joined; with permessage-deflate negotiated the protocol
+    frames (and compresses) them, in one write."""
+    WRITES.clear()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -77,6 +92,12 @@ async def test_under_uvicorn_the_frames_go_in_one_write_each_its_own_frame(
     assert received[0] == "fast"
     texts = [frame for frame in received[1:] if isinstance(frame, str)]  # text frames only
     assert [text.encode() for text in texts] == FRAMES
+    if compression is None:
+        framed = [len(_header(len(frame))) + len(frame) for frame in FRAMES]
+        assert sum(len(frame) for frame in FRAMES[:6]) >= WRITE_BYTES  # the 6th fills one
+        assert WRITES[:3] == [sum(framed[:6]), framed[6], framed[7]]
+    else:
+        assert len(WRITES) == 2  # the frames the protocol made, then the close frame
 
 
 def test_any_other_asgi_server_gets_one_send_per_frame() -> None:
