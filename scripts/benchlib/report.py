@@ -146,6 +146,17 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"agent writes {_num(ing['producer_per_s'])}/s",
             )
         )
+        inline = lim.get(f"sqlite_{kind}_inline")
+        if inline:
+            out.append(
+                (
+                    "  raw sqlite3 with SQLite's own checkpoints (in its commits)",
+                    "",
+                    f"{_num(inline['rows_per_s'])} rows/s",
+                    _x(ing["updates_per_s"], inline["rows_per_s"]),
+                    "the limit before the server's checkpoint thread",
+                )
+            )
     for rate, data in r["latency"].items():
         server, bare = data["server"], data["bare"]
         sl, bl = server["latency_ms"] or {}, bare["latency_ms"] or {}

@@ -262,6 +262,12 @@ def phase_limits(ctx: Context) -> dict[str, Any]:
         "sqlite_tool": limits.sqlite_rows_per_second(
             ctx.workdir / "limits", "tool", sizes.sqlite_tool_rows
         ),
+        **{
+            f"sqlite_{kind}_inline": limits.sqlite_rows_per_second(
+                ctx.workdir / "limits", kind, rows, inline_checkpoints=True
+            )
+            for kind, rows in (("text", sizes.sqlite_text_rows), ("tool", sizes.sqlite_tool_rows))
+        },
         "agent_start_s": {"runs": agent, "p50": median(agent), "max": max(agent)},
     }
 
