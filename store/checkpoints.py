@@ -19,12 +19,18 @@ import threading
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVERY_COMMITS", "EVERY_ROWS", "Checkpointer"]
+__all__ = ["EVERY_COMMITS", "EVERY_ROWS", "RETRY_SECONDS", "Checkpointer"]
 
 # About SQLite's default of 1 000 WAL pages: a text update's commit at a paced rate
 # writes a few pages, a flood's batch of ~5 KB tool updates several per row.
 EVERY_COMMITS = 200
 EVERY_ROWS = 2000
+# A checkpoint that could not copy every frame (commits landed while it copied, or a
+# reader still needed them) is tried again after this long, requested or not: once a
+# flood ends, the WAL is copied in full within about this time, and the next commit
+# starts it over and cuts the file back to ``journal_size_limit`` (store/engine.py)
+# instead of leaving it at the flood's size until 200 more commits ask for a checkpoint.
+RETRY_SECONDS = 1.0
 
 
 class Checkpointer:
@@ -57,14 +63,16 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        behind = False  # the last checkpoint left frames in the WAL
         try:
             while True:
-                self._wake.wait()
+                self._wake.wait(RETRY_SECONDS if behind else None)
                 self._wake.clear()
                 if self._stop:
                     return
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    (_, frames, copied) = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    behind = copied < frames
                 except sqlite3.Error:  # the next request tries again; the WAL only grows
                     log.exception("WAL checkpoint failed")
                 self.ran.set()

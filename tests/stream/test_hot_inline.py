@@ -165,3 +165,46 @@ async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
     await hot.writer.commit(late, None)
     assert wal.stat().st_size <= limit + 16 * 1024  # cut back, then the new commit's pages
     assert count(hot.path) == 3001
+
+
+def test_a_checkpoint_left_behind_is_tried_again_unasked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint that could not copy every frame (here a reader's snapshot holds the
+    last ones back; in a flood, commits landing while it copies) runs again after
+    RETRY_SECONDS without another request, so the WAL is copied in full soon after the
+    writes stop, and the next commit starts it over, cut back to journal_size_limit."""
+    monkeypatch.setattr(checkpoints, "RETRY_SECONDS", 0.05)
+    path = str(tmp_path / "db.sqlite")
+    writer = sqlite3.connect(path, isolation_level=None)
+    reader = sqlite3.connect(path, isolation_level=None)
+    checkpointer = checkpoints.Checkpointer(path)
+    wal = Path(f"{path}-wal")
+    try:
+        for pragma in ("journal_mode=WAL", "wal_autocheckpoint=0", "journal_size_limit=0"):
+            writer.execute(f"PRAGMA {pragma}")
+        writer.execute("CREATE TABLE messages (x)")
+        writer.executemany("INSERT INTO messages VALUES (?)", [("a" * 1000,)] * 50)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM messages").fetchone() == (50,)
+        writer.executemany("INSERT INTO messages VALUES (?)", [("b" * 1000,)] * 50)
+        checkpointer.request()
+        assert checkpointer.ran.wait(30)  # copied up to the reader's snapshot only
+        reader.execute("COMMIT")
+        pages, size = (
+            writer.execute(f"PRAGMA {n}").fetchone()[0] for n in ("page_count", "page_size")
+        )
+        for _ in range(100):  # each wait is for a checkpoint the thread runs unasked
+            checkpointer.ran.clear()
+            if Path(path).stat().st_size == pages * size:  # every page copied in
+                break
+            assert checkpointer.ran.wait(10)
+        assert Path(path).stat().st_size == pages * size
+        grown = wal.stat().st_size
+        writer.execute("INSERT INTO messages VALUES ('c')")  # starts the WAL over
+        assert wal.stat().st_size < grown // 4
+        assert writer.execute("SELECT count(*) FROM messages").fetchone() == (101,)
+    finally:
+        checkpointer.close()
+        reader.close()
+        writer.close()
