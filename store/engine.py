@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-__all__ = ["SQLITE_WAL_LIMIT_BYTES", "Database", "open_database"]
+__all__ = ["SQLITE_WAL_LIMIT_BYTES", "Database", "open_database", "sqlite_pragmas"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_PAGE_SIZE = 8192  # a new database's (see _sqlite_pragmas)
@@ -38,6 +38,18 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def sqlite_pragmas(busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> tuple[str, ...]:
+    """The settings every connection to the database file gets (the engines', the hot
+    writer's and the bench's raw limit), as ``PRAGMA`` arguments in order."""
+    return (
+        "journal_mode=WAL",
+        "synchronous=NORMAL",
+        f"busy_timeout={busy_timeout_ms}",
+        "foreign_keys=ON",
+        f"journal_size_limit={SQLITE_WAL_LIMIT_BYTES}",
+    )
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # Let SQLAlchemy's begin event issue BEGIN itself (the pysqlite recipe).
     dbapi_connection.isolation_level = None
@@ -49,11 +61,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # 38.5-40.5 -> 31-33.5 us an update; paced text at 1 000/s and text floods unchanged
     # within noise.
     cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
+    for pragma in sqlite_pragmas():
+        cursor.execute(f"PRAGMA {pragma}")
     cursor.close()
 
 

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import runs as run_store
 from store.checkpoints import Checkpointer
-from store.engine import SQLITE_BUSY_TIMEOUT_MS, SQLITE_WAL_LIMIT_BYTES
+from store.engine import SQLITE_BUSY_TIMEOUT_MS, sqlite_pragmas
 from store.models import ToolCall
 
 __all__ = [
@@ -189,13 +189,9 @@ class SqliteHotWriter:
 
     def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        # The same settings as the SQLAlchemy engines (store/engine.py).
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
-        conn.execute("PRAGMA foreign_keys=ON")
+        for pragma in sqlite_pragmas(busy_timeout_ms):  # the SQLAlchemy engines' settings
+            conn.execute(f"PRAGMA {pragma}")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # store/checkpoints.py does it
-        conn.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
         return conn
 
     def _connection(self) -> sqlite3.Connection:

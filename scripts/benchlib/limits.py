@@ -78,7 +78,7 @@ def sqlite_rows_per_second(
 
     from server.stream.writer import new_id  # the same ids as the server's rows
     from store.checkpoints import Checkpointer
-    from store.engine import SQLITE_WAL_LIMIT_BYTES
+    from store.engine import sqlite_pragmas
     from store.hot_writes import WRITER_CACHE_KIB
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -88,12 +88,8 @@ def sqlite_rows_per_second(
     rows = _rows(kind, count, session_id)
     db = sqlite3.connect(path, isolation_level=None)
     for pragma in (
-        "journal_mode=WAL",
-        "synchronous=NORMAL",
-        "busy_timeout=30000",
-        "foreign_keys=ON",
+        *sqlite_pragmas(),  # the server's connections'
         f"cache_size=-{WRITER_CACHE_KIB}",  # as the server's writer thread
-        f"journal_size_limit={SQLITE_WAL_LIMIT_BYTES}",
         # checkpoints on a thread of their own, as the server's
         *(() if inline_checkpoints else ("wal_autocheckpoint=0",)),
     ):

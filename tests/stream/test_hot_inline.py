@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from server.stream.broker import Broker
 from server.stream.writer import Draft, Writer
-from store import Database, checkpoints, hot_writes
+from store import Database, checkpoints, engine
 from store.engine import SQLITE_BUSY_TIMEOUT_MS
 from store.hot_writes import INLINE_ROWS, HotBatch, SqliteHotWriter
 
@@ -152,7 +152,7 @@ async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
     one has copied everything, the next commit starts the WAL over and cuts the file back
     to ``journal_size_limit`` instead of leaving it at the flood's size for good."""
     limit = 64 * 1024
-    monkeypatch.setattr(hot_writes, "SQLITE_WAL_LIMIT_BYTES", limit)
+    monkeypatch.setattr(engine, "SQLITE_WAL_LIMIT_BYTES", limit)
     monkeypatch.setattr(checkpoints, "EVERY_COMMITS", 1)
     flood = batch(sqlite_store, 3000)
     await hot.writer.commit(flood, None)
