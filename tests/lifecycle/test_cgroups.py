@@ -63,15 +63,18 @@ def agent_cgroup(
 
 def test_start_sweeps_what_a_dead_server_left(kind: str, dead_pid: int) -> None:
     top = hierarchies()[kind] / TOP
+    # databases of this test process's own: a test worker running beside it (pytest-xdist)
+    # sweeps the same hierarchies, and must see these as another node's
+    db, db2 = f"db-{os.getpid()}", f"db2-{os.getpid()}"
     made: list[subprocess.Popen[bytes]] = []
     try:
-        own, own_process = agent_cgroup(top, owner_marker("db", "node:1", dead_pid), True)
-        other, other_process = agent_cgroup(top, owner_marker("db", "node:2", dead_pid), True)
-        empty, _ = agent_cgroup(top, owner_marker("db2", "node:1", dead_pid), False)
-        live, live_process = agent_cgroup(top, owner_marker("db", "node:1", os.getpid()), True)
+        own, own_process = agent_cgroup(top, owner_marker(db, "node:1", dead_pid), True)
+        other, other_process = agent_cgroup(top, owner_marker(db, "node:2", dead_pid), True)
+        empty, _ = agent_cgroup(top, owner_marker(db2, "node:1", dead_pid), False)
+        live, live_process = agent_cgroup(top, owner_marker(db, "node:1", os.getpid()), True)
         made += [p for p in (own_process, other_process, live_process) if p is not None]
         assert own_process is not None and other_process is not None and live_process
-        cgroups = AgentCgroups(owner_marker("db", "node:1"), kind)  # a later server of node:1
+        cgroups = AgentCgroups(owner_marker(db, "node:1"), kind)  # a later server of node:1
         assert cgroups.sweep_stale() == [own.parent]
         own_process.wait(10)  # killed
         assert not own.parent.exists()
