@@ -103,38 +103,51 @@ class OrphanSweeper:
         self._tracked = tracked  # our own children, waited for by asyncio: never touched
         self._adopted: set[int] = set()  # seen re-parented to us: ours to reap
 
-    def sweep_once(self, live_sessions: Collection[str]) -> list[int]:
+    def sweep_once(self, live_sessions: Callable[[], Collection[str]]) -> list[int]:
         """One pass: kill the adopted processes of ours whose session is not live, reap
         the adopted ones that are dead. Returns the pids killed (or killed again: still
         dying). A pass that kills nothing means every killed one is dead, and so its
-        children were adopted before this pass looked."""
+        children were adopted before this pass looked.
+
+        ``live_sessions`` and the tracked children are asked only once /proc was read: a
+        session is live before its agent is forked, so an agent that starts while the
+        pass runs (its pid not tracked yet) is never taken for an orphan."""
         me = os.getpid()
-        tracked = set(self._tracked())
-        killed: list[int] = []
+        zombies: list[int] = []
+        ours: list[tuple[int, str | None]] = []
         for pid in _pids():
             info = _stat(pid)
-            if info is None or info[1] != me or pid in tracked:
+            if info is None or info[1] != me:
                 continue
             if info[0] == "Z":
-                if pid in self._adopted:  # never someone else's child to reap
-                    with contextlib.suppress(ChildProcessError):
-                        os.waitpid(pid, os.WNOHANG)
-                    self._adopted.discard(pid)
+                zombies.append(pid)
                 continue
             markers = _markers(pid)
-            if markers.get(OWNER_ENV) != self.owner:
+            if markers.get(OWNER_ENV) == self.owner:
+                ours.append((pid, markers.get(SESSION_ENV)))
+        tracked = set(self._tracked())
+        live = set(live_sessions())
+        for pid in zombies:
+            if pid in self._adopted and pid not in tracked:  # never someone else's to reap
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                self._adopted.discard(pid)
+        killed: list[int] = []
+        for pid, session in ours:
+            if pid in tracked:
                 continue
             self._adopted.add(pid)
-            if markers.get(SESSION_ENV) in live_sessions:
+            if session in live:
                 continue
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
         return killed
 
-    async def sweep(self, live_sessions: Collection[str]) -> list[int]:
+    async def sweep(self, live_sessions: Callable[[], Collection[str]]) -> list[int]:
         """Sweep until a pass finds nothing (the children of a killed orphan are adopted
-        only once it is dead), for at most SWEEP_TIMEOUT seconds."""
+        only once it is dead), for at most SWEEP_TIMEOUT seconds. ``live_sessions`` is
+        asked on a worker thread, once a pass has read /proc (see ``sweep_once``)."""
         killed: list[int] = []
         with anyio.move_on_after(SWEEP_TIMEOUT):
             while True:
@@ -156,7 +169,7 @@ class OrphanSweeper:
         while True:
             await anyio.sleep(SWEEP_INTERVAL)
             try:
-                await self.sweep(live_sessions())
+                await self.sweep(live_sessions)
             except Exception:
                 log.exception("orphan sweep failed")
 

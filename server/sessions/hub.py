@@ -155,7 +155,7 @@ class Hub:
             await live.run(restore, task_status=task_status)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                await self.orphans.sweep(set(self.live) - {live.id})
+                await self.orphans.sweep(lambda: set(self.live) - {live.id})
                 if live.crashed:
                     await self._record_crash(live)
             self.forget(live)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from agent_bridge import kill_orphans, owner_marker
+from agent_bridge import kill_orphans, orphans, owner_marker
 from agent_bridge.cgroups import KINDS, hierarchies
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
 from server.app import create_app
@@ -101,9 +101,8 @@ def test_detached_descendants_die_with_their_session(
         assert all(alive(pid) for pid in daemons.values())
         assert os.getsid(daemons[end]) != os.getsid(live_agent_pid(client, end))  # detached
         hub = client.app.state.agent_sessions.hub
-        assert (
-            client.portal.call(hub.orphans.sweep, set(hub.live)) == []
-        )  # both sessions live: kept
+        sweep = hub.orphans.sweep
+        assert client.portal.call(sweep, lambda: set(hub.live)) == []  # both live: kept
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
@@ -266,3 +265,32 @@ def test_start_sweep_kills_only_what_a_dead_process_of_its_own_node_left(
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_sweep_spares_an_agent_whose_session_went_live_while_it_ran(monkeypatch) -> None:
+    """A session is live before its agent is forked, but a sweep (one at every session's
+    end, and every few seconds) may have been asked for before that: it must take the live
+    sessions once it has read /proc, or it kills the starting agent (a 502 "exited during
+    initialize with code -9" seen under load)."""
+    me = owner_marker("db", "node:1")
+    process = marked(me)  # our child, of session "s", not (yet) tracked
+    try:
+        wait_until(lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes())
+        live: set[str] = set()
+        real_pids = orphans._pids
+
+        def session_starts_meanwhile() -> list[int]:
+            live.add("s")  # the sweep was asked for before this session was live
+            return real_pids()
+
+        monkeypatch.setattr(orphans, "_pids", session_starts_meanwhile)
+        sweeper = orphans.OrphanSweeper(me, frozenset)
+        assert sweeper.sweep_once(lambda: set(live)) == []
+        assert process.poll() is None
+        live.clear()  # the session ended: now its process is an orphan
+        monkeypatch.setattr(orphans, "_pids", real_pids)
+        assert sweeper.sweep_once(lambda: set(live)) == [process.pid]
+        assert process.wait(10) == -signal.SIGKILL
+    finally:
+        process.kill()
+        process.wait()
