@@ -241,13 +241,16 @@ def test_start_sweep_kills_only_what_a_dead_process_of_its_own_node_left(
     dead.wait()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        me = owner_marker("db", "node:1")  # a node id may hold the separator
+        # databases of this test process's own: a test worker running beside it
+        # (pytest-xdist) kills what dead servers of *its* databases left, never these
+        db, db2 = f"db-{os.getpid()}", f"db2-{os.getpid()}"
+        me = owner_marker(db, "node:1")  # a node id may hold the separator
         owner = {
-            "this node, dead server": owner_marker("db", "node:1", dead.pid),
-            "this node, pid reused by another process": f"db:node:1:{live.pid}:1",
-            "this node, live server": owner_marker("db", "node:1", live.pid),
-            "other node, dead server": owner_marker("db", "node:2", dead.pid),
-            "other database, dead server": owner_marker("db2", "node:1", dead.pid),
+            "this node, dead server": owner_marker(db, "node:1", dead.pid),
+            "this node, pid reused by another process": f"{db}:node:1:{live.pid}:1",
+            "this node, live server": owner_marker(db, "node:1", live.pid),
+            "other node, dead server": owner_marker(db, "node:2", dead.pid),
+            "other database, dead server": owner_marker(db2, "node:1", dead.pid),
             "this server": me,
         }[whose]
         process = marked(owner)
