@@ -31,6 +31,7 @@ log = logging.getLogger("agent_sessions.ws")
 # Messages per replay page: one read transaction and one socket write each (~0.5 MB of
 # frames for flood text chunks).
 REPLAY_PAGE = 2000
+CLOSE_SECONDS = 5.0  # the most an oversized frame's 1009 waits to be written
 CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
 CLOSE_BAD_REQUEST = 4400
 
@@ -136,8 +137,10 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
         if size > limit and (size > prompt_limit or not _is_prompt(data)):
             # Shielded: _send_live, failing to send a frame once the close has begun,
             # cancels the task group, which could otherwise drop the close unsent (the
-            # viewer then waited for ever instead of getting 1009).
-            with anyio.CancelScope(shield=True):
+            # viewer then waited for ever instead of getting 1009). Bounded: a viewer
+            # that stopped reading never lets the close be written, and an endless
+            # shield would hold this viewer (and a server's stop) for as long.
+            with anyio.move_on_after(CLOSE_SECONDS, shield=True):
                 await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
