@@ -247,6 +247,12 @@ class Settings:
     max_ws_message_bytes: int = _setting(
         "MAX_WS_MESSAGE_BYTES", _int(1), "1048576", "WebSocket client frame size limit"
     )
+    ws_stall_seconds: float = _setting(
+        "WS_STALL_SECONDS",
+        _float(0.1),
+        "60",
+        "seconds a viewer's socket may take no data before its connection is dropped",
+    )
     max_agent_line_bytes: int = _setting(
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
     )

@@ -196,6 +196,8 @@ BAD_VALUES = [
     ("AGENT_SESSION_IDLE_TIMEOUT", "inf"),
     ("AGENT_STOP_GRACE", "-0.5"),
     ("PERMISSION_TIMEOUT", ""),
+    ("WS_STALL_SECONDS", "0"),
+    ("WS_STALL_SECONDS", "never"),
     ("MAX_PROMPT_BYTES", "1MB"),
     ("MAX_BODY_BYTES", "-100"),
     ("MAX_AGENT_LINE_BYTES", "10"),

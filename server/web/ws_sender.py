@@ -16,6 +16,12 @@ frame per viewer: 5 % of the event loop's samples in a 40 000-update flood); wit
 extension (a client of another server configuration) the protocol frames them.
 
 Anything else (another ASGI server, another protocol) gets one ``send`` per frame.
+
+A viewer that stops reading (a suspended process, a dead peer TCP still thinks alive)
+never lets a write through again: uvicorn keeps what it cannot send in memory and waits
+for ever. Before each write the sender waits for the socket to take data, for at most
+``stall_seconds`` (``WS_STALL_SECONDS``); then it aborts the connection (no close frame
+could reach the viewer anyway), which frees the buffers and ends the viewer's stream.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import anyio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.exceptions import InvalidState
 from websockets.protocol import Side, State
 
-__all__ = ["WRITE_BYTES", "FrameSender"]
+__all__ = ["STALL_SECONDS", "WRITE_BYTES", "FrameSender"]
+
+STALL_SECONDS = 60.0  # WS_STALL_SECONDS' default
 
 _MAX_DEPTH = 8
 # Frames go to the transport in writes of about this many bytes. One write of a whole
@@ -70,9 +79,23 @@ def _sansio_protocol(send: Any) -> Any | None:
 class FrameSender:
     """Sends frames (UTF-8 JSON text, as bytes) to one viewer."""
 
-    def __init__(self, websocket: WebSocket) -> None:
+    def __init__(self, websocket: WebSocket, stall_seconds: float = STALL_SECONDS) -> None:
         self._websocket = websocket
         self._protocol = _sansio_protocol(websocket._send)
+        self._stall_seconds = stall_seconds
+
+    async def writable(self, within: float | None = None) -> None:
+        """Wait until the socket takes data (the transport's flow control, as uvicorn's
+        send waits); after ``within`` seconds without (default ``stall_seconds``), abort
+        the connection and raise WebSocketDisconnect. Under another ASGI server: at once."""
+        protocol = self._protocol
+        if protocol is None or protocol.writable.is_set():
+            return
+        with anyio.move_on_after(self._stall_seconds if within is None else within):
+            await protocol.writable.wait()
+            return
+        protocol.transport.abort()  # uvicorn then sees the connection lost
+        raise WebSocketDisconnect(1006)
 
     async def send(self, frames: Iterable[bytes]) -> None:
         protocol = self._protocol
@@ -80,7 +103,7 @@ class FrameSender:
             for frame in frames:
                 await self._websocket.send_text(frame.decode())
             return
-        await protocol.writable.wait()  # the transport's flow control, as uvicorn's send
+        await self.writable()
         if protocol.disconnected or protocol.close_sent:
             raise WebSocketDisconnect(1006)
         conn = protocol.conn
@@ -104,6 +127,9 @@ class FrameSender:
             if size >= WRITE_BYTES:
                 write(b"".join(parts))
                 parts, size = [], 0
+                await self.writable()  # a backlog never piles up in uvicorn's buffer
+                if protocol.disconnected or protocol.close_sent or conn.state is not State.OPEN:
+                    raise WebSocketDisconnect(1006)  # closed meanwhile: no frame after it
         if parts:
             write(b"".join(parts))
 

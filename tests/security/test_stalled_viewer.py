@@ -1,10 +1,12 @@
-"""A viewer that stopped reading, with the server's writes to it stuck, sends a frame over
-the limit: the server's 1009 close can never be written, and the server lets the viewer
-go after a bounded wait instead of holding it (and its own stop) for ever."""
+"""A viewer that stopped reading (the server's writes to it stuck) is cut off: after
+WS_STALL_SECONDS without the socket taking data, or at once when its frame over the limit
+asks for a 1009 close that could never be written (CLOSE_SECONDS); before, the server held
+it, its frames and its own stop for ever."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import time
@@ -53,26 +55,56 @@ def viewers(server: LiveServer) -> float:
     )
 
 
-def test_a_stalled_viewer_over_the_frame_limit_is_let_go(live_server) -> None:
-    server = live_server(MAX_WS_MESSAGE_BYTES=FRAME_LIMIT)
+def flood(http: httpx.Client, server: LiveServer) -> tuple[str, socket.socket]:
+    """A session with a stalled viewer, after a flood of ~15 MB of frames: far more than
+    the socket buffers on both sides hold."""
+    repo = http.get("/api/repos").json()["repos"][0]["id"]
+    session_id = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
+    sock = stalled_viewer(server, session_id)
+    run = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 3000 tool"})
+    run_id = run.json()["runId"]
+    deadline = time.monotonic() + 60
+    while http.get(f"/api/agent-runs/{run_id}").json()["status"] == "running":
+        assert time.monotonic() < deadline, "the flood did not end"
+        time.sleep(0.05)
+    return session_id, sock
+
+
+def wait_for_no_viewer(server: LiveServer) -> None:
+    deadline = time.monotonic() + 30
+    while viewers(server) != 0:
+        assert time.monotonic() < deadline, "the stalled viewer was never let go"
+        time.sleep(0.05)
+
+
+def assert_cut_off(sock: socket.socket) -> None:
+    """The server has closed its end: reading what it had sent ends (the kernel still
+    delivers what it had taken), and no read waits for more (a timeout fails)."""
+    sock.settimeout(10)
+    with contextlib.suppress(ConnectionResetError):
+        while sock.recv(1 << 20):
+            pass
+
+
+def test_a_stalled_viewer_is_cut_off(live_server) -> None:
+    server = live_server(WS_STALL_SECONDS=1)
     with httpx.Client(base_url=server.url, timeout=30) as http:
-        repo = http.get("/api/repos").json()["repos"][0]["id"]
-        session_id = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
-        sock = stalled_viewer(server, session_id)
+        session_id, sock = flood(http, server)
+        with sock:
+            wait_for_no_viewer(server)
+            assert_cut_off(sock)
+        assert http.get(f"/api/sessions/{session_id}/messages").status_code == 200
+
+
+def test_a_stalled_viewer_over_the_frame_limit_is_let_go(live_server) -> None:
+    server = live_server(MAX_WS_MESSAGE_BYTES=FRAME_LIMIT)  # stalls allowed for 60 s
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        _, sock = flood(http, server)
         try:
-            # ~15 MB of frames: far more than the socket buffers on both sides hold
-            run = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 3000 tool"})
-            run_id = run.json()["runId"]
-            deadline = time.monotonic() + 60
-            while http.get(f"/api/agent-runs/{run_id}").json()["status"] == "running":
-                assert time.monotonic() < deadline, "the flood did not end"
-                time.sleep(0.05)
             assert viewers(server) == 1
             too_big = b'{"type":"cancel","pad":"' + b"x" * FRAME_LIMIT + b'"}'
             sock.sendall(masked_text_frame(too_big))
-            deadline = time.monotonic() + 30
-            while viewers(server) != 0:  # the close waits at most CLOSE_SECONDS (5 s)
-                assert time.monotonic() < deadline, "the stalled viewer was never let go"
-                time.sleep(0.05)
+            wait_for_no_viewer(server)  # the close waits at most CLOSE_SECONDS (5 s)
+            assert_cut_off(sock)
         finally:
             sock.close()

@@ -31,7 +31,7 @@ log = logging.getLogger("agent_sessions.ws")
 # Messages per replay page: one read transaction and one socket write each (~0.5 MB of
 # frames for flood text chunks).
 REPLAY_PAGE = 2000
-CLOSE_SECONDS = 5.0  # the most an oversized frame's 1009 waits to be written
+CLOSE_SECONDS = 5.0  # the most an oversized frame's 1009 waits for the socket
 CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
 CLOSE_BAD_REQUEST = 4400
 
@@ -62,12 +62,12 @@ async def stream(websocket: WebSocket) -> None:
                 }
             )
         )
-        sender = FrameSender(websocket)
+        sender = FrameSender(websocket, state.settings.ws_stall_seconds)
         cursor = await _replay(sender, state, record.id, after)
         await websocket.send_text('{"type":"live"}')
         async with anyio.create_task_group() as tg:
             tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
-            await _receive_commands(websocket, state, record.id)
+            await _receive_commands(websocket, sender, state, record.id)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
         pass
@@ -104,6 +104,7 @@ async def _send_live(
         while True:
             frames = await sub.wait_frames()
             if not frames:
+                await sender.writable()  # a close waits for the socket too, bounded here
                 if sub.overflowed:
                     await websocket.close(
                         CLOSE_BEHIND, "too far behind; reconnect with after=<last seq>"
@@ -121,7 +122,9 @@ async def _send_live(
     scope.cancel()
 
 
-async def _receive_commands(websocket: WebSocket, state: AppState, session_id: str) -> None:
+async def _receive_commands(
+    websocket: WebSocket, sender: FrameSender, state: AppState, session_id: str
+) -> None:
     limit = state.settings.max_ws_message_bytes
     prompt_limit = state.settings.max_prompt_frame_bytes  # a prompt may carry an image
     while True:
@@ -138,9 +141,10 @@ async def _receive_commands(websocket: WebSocket, state: AppState, session_id: s
             # Shielded: _send_live, failing to send a frame once the close has begun,
             # cancels the task group, which could otherwise drop the close unsent (the
             # viewer then waited for ever instead of getting 1009). Bounded: a viewer
-            # that stopped reading never lets the close be written, and an endless
-            # shield would hold this viewer (and a server's stop) for as long.
-            with anyio.move_on_after(CLOSE_SECONDS, shield=True):
+            # that stopped reading never lets the close be written (it is cut off
+            # instead), and an endless shield would hold a server's stop as long.
+            with anyio.CancelScope(shield=True):
+                await sender.writable(within=CLOSE_SECONDS)
                 await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
