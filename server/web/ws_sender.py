@@ -19,9 +19,12 @@ Anything else (another ASGI server, another protocol) gets one ``send`` per fram
 
 A viewer that stops reading (a suspended process, a dead peer TCP still thinks alive)
 never lets a write through again: uvicorn keeps what it cannot send in memory and waits
-for ever. Before each write the sender waits for the socket to take data, for at most
+for ever. Before each batch the sender waits for the socket to take data, for at most
 ``stall_seconds`` (``WS_STALL_SECONDS``); then it aborts the connection (no close frame
 could reach the viewer anyway), which frees the buffers and ends the viewer's stream.
+The writes of one batch go to uvicorn's buffer without waiting: waiting for the socket
+between them cost a tool-update flood ~20 % of its rate (bench-ab, 80 → 99 µs of server
+CPU an update), and a batch is bounded by the viewer's queue.
 """
 
 from __future__ import annotations
@@ -127,9 +130,6 @@ class FrameSender:
             if size >= WRITE_BYTES:
                 write(b"".join(parts))
                 parts, size = [], 0
-                await self.writable()  # a backlog never piles up in uvicorn's buffer
-                if protocol.disconnected or protocol.close_sent or conn.state is not State.OPEN:
-                    raise WebSocketDisconnect(1006)  # closed meanwhile: no frame after it
         if parts:
             write(b"".join(parts))
 
