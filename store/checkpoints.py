@@ -9,17 +9,23 @@ checkpoints, 1.5 ms with none on the commit path. The hot writer's connections t
 ``wal_autocheckpoint`` off and ask this thread for a ``PASSIVE`` checkpoint (it never
 waits for readers or writers; writers keep appending to the WAL while it copies) every
 ``EVERY_COMMITS`` commits or ``EVERY_ROWS`` rows.
+
+Under a flood the thread copies while commits keep landing, so the WAL is never copied
+in full and never starts over: it grew for as long as the flood lasted (~13 KB a tool
+update). Once its file passes ``WAL_CAP_BYTES`` the writer copies it in itself, between
+two of its commits (``cap``), and the next commit starts it over.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVERY_COMMITS", "EVERY_ROWS", "RETRY_SECONDS", "Checkpointer"]
+__all__ = ["EVERY_COMMITS", "EVERY_ROWS", "RETRY_SECONDS", "WAL_CAP_BYTES", "Checkpointer"]
 
 # About SQLite's default of 1 000 WAL pages: a text update's commit at a paced rate
 # writes a few pages, a flood's batch of ~5 KB tool updates several per row.
@@ -31,6 +37,10 @@ EVERY_ROWS = 2000
 # starts it over and cuts the file back to ``journal_size_limit`` (store/engine.py)
 # instead of leaving it at the flood's size until 200 more commits ask for a checkpoint.
 RETRY_SECONDS = 1.0
+# The most the WAL file may grow to in a flood (8 × journal_size_limit): past it the
+# writer's commits wait while what the thread has not copied yet is copied in (a
+# 30 000-tool-update flood stays under it, at 380-440 MB).
+WAL_CAP_BYTES = 512 * 1024 * 1024
 
 
 class Checkpointer:
@@ -40,6 +50,7 @@ class Checkpointer:
 
     def __init__(self, path: str) -> None:
         self._path = path
+        self._wal = f"{path}-wal"
         self._commits = self._rows = 0
         self._wake = threading.Event()
         self._stop = False
@@ -52,6 +63,19 @@ class Checkpointer:
         if self._commits >= EVERY_COMMITS or self._rows >= EVERY_ROWS:
             self._commits = self._rows = 0
             self.request()
+
+    def cap(self, conn: sqlite3.Connection) -> None:
+        """On the writer's thread, between its commits: once the WAL file has grown past
+        WAL_CAP_BYTES, copy it in on ``conn`` (the hot writer's commits wait that long),
+        so that the next commit starts the WAL over and cuts the file back to
+        journal_size_limit. A reader's old snapshot may hold frames back: then
+        the next commit tries again."""
+        try:
+            size = os.stat(self._wal).st_size
+        except OSError:
+            return
+        if size > WAL_CAP_BYTES:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def request(self) -> None:
         if self._thread is None:

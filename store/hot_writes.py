@@ -235,6 +235,7 @@ class SqliteHotWriter:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         self._write(conn, batch)
+        self._checkpoints.cap(conn)
 
     def _write(self, conn: sqlite3.Connection, batch: HotBatch) -> None:
         """The transaction begun: write ``batch`` and commit; on any error roll back and

@@ -31,10 +31,11 @@ def sqlite_store(store: Database) -> Iterator[Database]:
     yield store
 
 
-def batch(store: Database, rows: int) -> HotBatch:
-    """A batch of ``rows`` messages of session s1, as the writer builds it."""
+def batch(store: Database, rows: int, after: int = 0) -> HotBatch:
+    """A batch of ``rows`` messages of session s1 (seqs from ``after`` + 1), as the
+    writer builds it."""
     writer = Writer(store, Broker())
-    writer.open_session("s1", 0)
+    writer.open_session("s1", after)
     receipt = writer.submit("s1", [Draft("agent", {"type": "text", "text": "x"})] * rows)
     hot = writer._hot_batch([receipt])
     assert hot is not None
@@ -165,6 +166,29 @@ async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
     await hot.writer.commit(late, None)
     assert wal.stat().st_size <= limit + 16 * 1024  # cut back, then the new commit's pages
     assert count(hot.path) == 3001
+
+
+async def test_a_flood_the_checkpoints_never_catch_up_with_keeps_the_wal_capped(
+    sqlite_store: Database, hot: Hot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Here the checkpoint thread is never asked (in a flood it copies while commits keep
+    landing, and never finishes): past WAL_CAP_BYTES the writer copies the WAL in itself
+    between two commits, and the next one starts it over, so the file stays near the cap
+    however long the flood lasts."""
+    limit, cap, rows, commits = 64 * 1024, 512 * 1024, 200, 60
+    monkeypatch.setattr(engine, "SQLITE_WAL_LIMIT_BYTES", limit)
+    monkeypatch.setattr(checkpoints, "WAL_CAP_BYTES", cap)
+    monkeypatch.setattr(checkpoints, "EVERY_COMMITS", 10**9)
+    monkeypatch.setattr(checkpoints, "EVERY_ROWS", 10**9)
+    wal = Path(f"{hot.path}-wal")
+    sizes = []
+    for n in range(commits):
+        await to_thread.run_sync(hot.writer.commit_sync, batch(sqlite_store, rows, n * rows))
+        sizes.append(wal.stat().st_size)
+    # uncapped, it grows with every commit (~10 MB here); capped, the cap and about one
+    # commit's pages (the first one's include the migrations')
+    assert max(sizes) <= cap + 4 * max(sizes[0], limit)
+    assert count(hot.path) == rows * commits
 
 
 def test_a_checkpoint_left_behind_is_tried_again_unasked(
