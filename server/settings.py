@@ -248,10 +248,7 @@ class Settings:
         "MAX_WS_MESSAGE_BYTES", _int(1), "1048576", "WebSocket client frame size limit"
     )
     ws_stall_seconds: float = _setting(
-        "WS_STALL_SECONDS",
-        _float(0.1),
-        "60",
-        "seconds a viewer's socket may take no data before its connection is dropped",
+        "WS_STALL_SECONDS", _float(0.1), "60", "seconds until a stalled viewer is dropped"
     )
     max_agent_line_bytes: int = _setting(
         "MAX_AGENT_LINE_BYTES", _int(1024), "67108864", "longest line an agent may write"
@@ -275,10 +272,7 @@ class Settings:
         "GIT_AUTHOR_NAME", _command, "agent-sessions", "author name of commit and merge"
     )
     git_author_email: str = _setting(
-        "GIT_AUTHOR_EMAIL",
-        _command,
-        "agent-sessions@localhost",
-        "author email of commit and merge",
+        "GIT_AUTHOR_EMAIL", _command, "agent-sessions@localhost", "author email of commit and merge"
     )
     api_token: str | None = _setting(
         "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True
@@ -316,10 +310,7 @@ class Settings:
         secret=True,
     )
     lease_seconds: float = _setting(
-        "LEASE_SECONDS",
-        _float(0.5),
-        "15",
-        "how long a node's ownership of a session lasts without a heartbeat",
+        "LEASE_SECONDS", _float(0.5), "15", "seconds a session lease lasts without a heartbeat"
     )
 
     @classmethod

@@ -108,3 +108,21 @@ def test_a_stalled_viewer_over_the_frame_limit_is_let_go(live_server) -> None:
             assert_cut_off(sock)
         finally:
             sock.close()
+
+
+def test_a_viewer_that_sends_commands_but_reads_no_reply_is_cut_off(live_server) -> None:
+    """No session traffic at all: only the replies to its own commands pile up."""
+    server = live_server(WS_STALL_SECONDS=1)
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        repo = http.get("/api/repos").json()["repos"][0]["id"]
+        session_id = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
+        with stalled_viewer(server, session_id) as sock:
+            sock.settimeout(5)  # the server stops reading once its replies cannot go out
+            command = masked_text_frame(b'{"type":"nope","pad":"' + b"x" * 600 + b'"}')
+            # each is answered with an error frame; they fill the socket buffers on both
+            # sides after some 10^4 (then the server stops reading, or cuts the viewer off)
+            with contextlib.suppress(TimeoutError, ConnectionResetError, BrokenPipeError):
+                for _ in range(1_000_000):
+                    sock.sendall(command)
+            wait_for_no_viewer(server)
+            assert_cut_off(sock)

@@ -64,7 +64,7 @@ async def stream(websocket: WebSocket) -> None:
         )
         sender = FrameSender(websocket, state.settings.ws_stall_seconds)
         cursor = await _replay(sender, state, record.id, after)
-        await websocket.send_text('{"type":"live"}')
+        await sender.send([b'{"type":"live"}'])
         async with anyio.create_task_group() as tg:
             tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
             await _receive_commands(websocket, sender, state, record.id)
@@ -148,7 +148,7 @@ async def _receive_commands(
                 await websocket.close(1009, "message too big")
             return
         reply = await _command(state, session_id, data)
-        await websocket.send_text(dumps(reply))
+        await sender.send([orjson.dumps(reply)])  # bounded, as every frame after the hello
 
 
 def _is_prompt(data: str) -> bool:
