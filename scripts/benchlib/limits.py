@@ -83,6 +83,8 @@ def sqlite_rows_per_second(
 
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"limit-{kind}{'-inline' if inline_checkpoints else ''}.sqlite"
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        leftover.unlink(missing_ok=True)  # a new file each run, as the first run's
     _schema(path)
     session_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     rows = _rows(kind, count, session_id)

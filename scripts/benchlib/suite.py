@@ -43,14 +43,15 @@ __all__ = ["FULL", "QUICK", "Sizes", "run_suite"]
 class Sizes:
     startup_runs: int = 3
     sqlite_text_rows: int = 50_000
-    sqlite_tool_rows: int = 5_000
+    sqlite_tool_rows: int = 20_000
     agent_start_runs: int = 5
     ingest_text: int = 40_000
-    ingest_tool: int = 4_000
+    ingest_tool: int = 16_000
     ingest_runs: int = 3
+    limit_runs: int = 3  # raw sqlite3 limits: the best of these
     latency_rates: tuple[int, ...] = (100, 1000, 5000)
     latency_seconds: float = 4.0
-    fanout: tuple[tuple[int, int], ...] = ((1, 20_000), (10, 5_000), (100, 1_000))
+    fanout: tuple[tuple[int, int], ...] = ((1, 20_000), (10, 5_000), (100, 3_000))
     scale_sessions: int = 100
     idle_seconds: float = 5.0
     job_timeout: float = 120.0
@@ -65,6 +66,7 @@ QUICK = Sizes(
     ingest_text=500,
     ingest_tool=50,
     ingest_runs=1,
+    limit_runs=1,
     latency_seconds=0.3,
     fanout=((1, 200), (10, 50), (100, 10)),
     scale_sessions=3,
@@ -255,17 +257,24 @@ def phase_startup(ctx: Context) -> dict[str, Any]:
 def phase_limits(ctx: Context) -> dict[str, Any]:
     sizes = ctx.sizes
     agent = limits.agent_start_seconds(ctx.workdir / "agent-floor", sizes.agent_start_runs)
-    return {
-        "sqlite_text": limits.sqlite_rows_per_second(
-            ctx.workdir / "limits", "text", sizes.sqlite_text_rows
-        ),
-        "sqlite_tool": limits.sqlite_rows_per_second(
-            ctx.workdir / "limits", "tool", sizes.sqlite_tool_rows
-        ),
-        **{
-            f"sqlite_{kind}_inline": limits.sqlite_rows_per_second(
-                ctx.workdir / "limits", kind, rows, inline_checkpoints=True
+
+    def best(kind: str, rows: int, *, inline_checkpoints: bool = False) -> dict[str, Any]:
+        """The best of ``limit_runs``: a limit is what the machine can do (one run of a
+        fraction of a second moved by 20-30 % from run to run)."""
+        runs = [
+            limits.sqlite_rows_per_second(
+                ctx.workdir / "limits", kind, rows, inline_checkpoints=inline_checkpoints
             )
+            for _ in range(sizes.limit_runs)
+        ]
+        top = max(runs, key=lambda run: float(run["rows_per_s"]))
+        return {**top, "runs_rows_per_s": [run["rows_per_s"] for run in runs]}
+
+    return {
+        "sqlite_text": best("text", sizes.sqlite_text_rows),
+        "sqlite_tool": best("tool", sizes.sqlite_tool_rows),
+        **{
+            f"sqlite_{kind}_inline": best(kind, rows, inline_checkpoints=True)
             for kind, rows in (("text", sizes.sqlite_text_rows), ("tool", sizes.sqlite_tool_rows))
         },
         "agent_start_s": {"runs": agent, "p50": median(agent), "max": max(agent)},
