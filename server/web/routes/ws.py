@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -28,6 +29,7 @@ from store import Repo, SessionRecord
 from store import replay as replay_store
 from store import repos as repo_store
 from store import sessions as session_store
+from store.replay import FrameRow
 
 log = logging.getLogger("agent_sessions.ws")
 
@@ -46,16 +48,23 @@ async def stream(websocket: WebSocket) -> None:
         after = int(websocket.query_params.get("after", "0"))
         if after < 0:
             raise ValueError
-        record, repo = await _session_and_repo(state, _uuid(websocket.path_params["session_id"]))
-    except (ApiError, NotFound, ValueError):
+        session_id = _uuid(websocket.path_params["session_id"])
+    except (ApiError, ValueError):
         await websocket.close(CLOSE_NOT_FOUND, "unknown session")
         return
     if state.hub.shutting_down:
         await websocket.close(1001, "server shutting down")
         return
-    sub = state.broker.subscribe(record.id)
+    # Subscribed before anything is read: what is committed after the reads comes live
+    # (frames the replay already sent are skipped by seq).
+    sub = state.broker.subscribe(session_id)
     metrics.VIEWERS.inc()
     try:
+        try:
+            record, repo, page = await _first_reads(state, session_id, after)
+        except NotFound:
+            await websocket.close(CLOSE_NOT_FOUND, "unknown session")
+            return
         await websocket.send_text(
             dumps(
                 {
@@ -66,11 +75,11 @@ async def stream(websocket: WebSocket) -> None:
             )
         )
         sender = FrameSender(websocket, state.settings.ws_stall_seconds)
-        cursor = await _replay(sender, state, record.id, after)
+        cursor = await _replay(sender, state, session_id, after, page)
         await sender.send([b'{"type":"live"}'])
         async with anyio.create_task_group() as tg:
             tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
-            await _receive_commands(websocket, sender, state, record.id)
+            await _receive_commands(websocket, sender, state, session_id)
             tg.cancel_scope.cancel()
     except WebSocketDisconnect:
         pass
@@ -79,16 +88,20 @@ async def stream(websocket: WebSocket) -> None:
         metrics.VIEWERS.dec()
 
 
-async def _session_and_repo(state: AppState, session_id: str) -> tuple[SessionRecord, Repo]:
-    """The session and its repository for the hello, in one read transaction: a viewer's
-    connect is mostly its reads (each ORM transaction ~0.4 ms of the event loop's CPU)."""
+async def _first_reads(
+    state: AppState, session_id: str, after: int
+) -> tuple[SessionRecord, Repo, Sequence[FrameRow]]:
+    """The session, its repository and the first replay page, in one read transaction (one
+    snapshot): a viewer's connect is mostly its reads, ~0.4 ms of the event loop's CPU for
+    each transaction through the ORM."""
     async with state.db.read() as db:
         record = await session_store.get_session(db, session_id)
         if record is None:
             raise NotFound("session", session_id)
         repo = await repo_store.get_repo(db, record.repo_id)
+        page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
     assert repo is not None  # a session's repository goes only with its sessions
-    return record, repo
+    return record, repo, page
 
 
 def _uuid(raw: str) -> str:
@@ -100,16 +113,20 @@ def _uuid(raw: str) -> str:
         raise ApiError.not_found("session", raw) from None
 
 
-async def _replay(sender: FrameSender, state: AppState, session_id: str, after: int) -> int:
+async def _replay(
+    sender: FrameSender, state: AppState, session_id: str, after: int, page: Sequence[FrameRow]
+) -> int:
+    """Send ``page`` (the first, read with the hello), then the pages after it; the seq of
+    the last message sent (``after`` if none)."""
     cursor = after
     while True:
-        async with state.db.read() as db:
-            rows = await replay_store.frame_rows(db, session_id, cursor, limit=REPLAY_PAGE)
-        if rows:
-            await sender.send([replay_frame(session_id, row) for row in rows])
-            cursor = rows[-1][2]
-        if len(rows) < REPLAY_PAGE:
+        if page:
+            await sender.send([replay_frame(session_id, row) for row in page])
+            cursor = page[-1][2]
+        if len(page) < REPLAY_PAGE:
             return cursor
+        async with state.db.read() as db:
+            page = await replay_store.frame_rows(db, session_id, cursor, limit=REPLAY_PAGE)
 
 
 async def _send_live(
