@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
-from sqlalchemy import Table, func, insert, select, text, update
+from sqlalchemy import Select, Table, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.jsontypes import JsonObject, JsonValue
@@ -22,6 +22,7 @@ __all__ = [
     "count_live_between",
     "drop_between",
     "drop_messages_after",
+    "filtered",
     "get_message",
     "last_of_type",
     "insert_messages",
@@ -116,7 +117,14 @@ async def get_message(db: AsyncSession, message_id: str) -> Message | None:
 async def list_messages(
     db: AsyncSession, session_id: str | None, where: MessageFilter, *, limit: int | None
 ) -> Sequence[Message]:
-    query = select(Message)
+    query = filtered(select(Message), session_id, where, limit)
+    return cast(Sequence[Message], (await db.execute(query)).scalars().all())
+
+
+def filtered(
+    query: Select[Any], session_id: str | None, where: MessageFilter, limit: int | None
+) -> Select[Any]:
+    """``query`` (of messages: objects or columns) narrowed by ``where``, in seq order."""
     if session_id is not None:
         query = query.where(Message.session_id == session_id)
     if where.run_id is not None:
@@ -137,7 +145,7 @@ async def list_messages(
     query = query.order_by(Message.seq)
     if limit is not None:
         query = query.limit(limit)
-    return (await db.execute(query)).scalars().all()
+    return query
 
 
 async def drop_messages_after(db: AsyncSession, session_id: str, seq: int) -> int:

@@ -19,16 +19,31 @@ from typing import Any
 from sqlalchemy import Select, String, Text, bindparam, cast, select, type_coerce
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from store.messages import MessageFilter, filtered
 from store.models import Message
 
-__all__ = ["FrameRow", "frame_rows"]
+__all__ = ["FrameRow", "ViewRow", "frame_rows", "view_rows"]
 
 # (id, run_id, seq, role, step_number, content as JSON text, created_at): created_at is
 # SQLite's stored text (``YYYY-MM-DD HH:MM:SS.ffffff``, UTC) or, on PostgreSQL, an aware
 # UTC datetime.
 FrameRow = tuple[str, str | None, int, str, int | None, str, str | datetime]
 
+# (id, session_id, run_id, seq, role, step_number, content as JSON text, created_at as
+# in FrameRow), then with ``raw``: (raw as JSON text or None, dropped).
+ViewRow = tuple[Any, ...]
+
 _QUERIES: dict[tuple[str, bool], Select[Any]] = {}
+
+
+def _json_text(dialect: str, column: Any) -> Any:
+    """A JSON column as text: as stored (SQLite), or cast by the database (``jsonb``)."""
+    return type_coerce(column, String) if dialect == "sqlite" else cast(column, Text)
+
+
+def _created(dialect: str) -> Any:
+    """``created_at`` as SQLite's stored text (no datetime parsing); PostgreSQL's as is."""
+    return type_coerce(Message.created_at, String) if dialect == "sqlite" else Message.created_at
 
 
 def _query(dialect: str, bounded: bool) -> Select[Any]:
@@ -36,12 +51,7 @@ def _query(dialect: str, bounded: bool) -> Select[Any]:
     key = (dialect, bounded)
     query = _QUERIES.get(key)
     if query is None:
-        if dialect == "sqlite":
-            # Stored as text: read it as text (no JSON decoding, no datetime parsing).
-            content: Any = type_coerce(Message.content, String)
-            created: Any = type_coerce(Message.created_at, String)
-        else:
-            content, created = cast(Message.content, Text), Message.created_at
+        content, created = _json_text(dialect, Message.content), _created(dialect)
         query = (
             select(
                 Message.id,
@@ -80,4 +90,30 @@ async def frame_rows(
     conn = await db.connection()
     result = await conn.execute(query, params)
     rows: Sequence[FrameRow] = result.all()  # Rows (tuples) of FrameRow's columns
+    return rows
+
+
+async def view_rows(
+    db: AsyncSession, session_id: str, where: MessageFilter, *, limit: int, raw: bool = False
+) -> Sequence[ViewRow]:
+    """What ``list_messages`` returns for the same arguments, as rows of the Message
+    view's columns (``ViewRow``), the JSON as text: a page of 500 messages as ORM objects
+    cost ~16 µs a message of the request's CPU (the raw frame JSON-decoded too, asked for
+    or not) before its JSON was written."""
+    dialect = db.get_bind().dialect.name
+    columns: list[Any] = [
+        Message.id,
+        Message.session_id,
+        Message.run_id,
+        Message.seq,
+        Message.role,
+        Message.step_number,
+        _json_text(dialect, Message.content),
+        _created(dialect),
+    ]
+    if raw:
+        columns += [_json_text(dialect, Message.raw), Message.dropped]
+    query = filtered(select(*columns), session_id, where, limit)
+    conn = await db.connection()  # as frame_rows: no ORM row loading
+    rows: Sequence[ViewRow] = (await conn.execute(query)).all()
     return rows

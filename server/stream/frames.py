@@ -11,7 +11,7 @@ import orjson
 
 from store import Message
 from store.hot_writes import MessageRow
-from store.replay import FrameRow
+from store.replay import FrameRow, ViewRow
 
 __all__ = [
     "ack_frame",
@@ -19,6 +19,7 @@ __all__ = [
     "iso",
     "message_view",
     "replay_frame",
+    "row_view",
     "stored_frame",
     "stored_frames",
 ]
@@ -46,6 +47,27 @@ def message_view(message: Message | dict[str, Any], *, raw: bool = False) -> dic
     if raw:
         view["raw"] = row["raw"]
         view["dropped"] = row["dropped"]
+    return view
+
+
+def row_view(row: ViewRow, *, raw: bool = False) -> dict[str, Any]:
+    """``message_view`` of a row read as text (``store.replay.view_rows``, with ``raw``
+    when it read the raw columns): the JSON goes in as the text stored (``orjson``
+    writes it as it is), never decoded; the same JSON value as ``message_view``."""
+    stamp = row[7]
+    view = {
+        "id": row[0],
+        "sessionId": row[1],
+        "runId": row[2],
+        "seq": row[3],
+        "role": row[4],
+        "content": orjson.Fragment(row[6]),
+        "stepNumber": row[5],
+        "timestamp": _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp),
+    }
+    if raw:
+        view["raw"] = None if row[8] is None else orjson.Fragment(row[8])
+        view["dropped"] = bool(row[9])
     return view
 
 

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -25,6 +26,7 @@ from server.web.state import app_state
 from server.web.views import message_view, run_view, tool_call_view
 from store import Run
 from store import messages as message_store
+from store import replay as replay_store
 from store import runs as run_store
 
 RUN_STATUSES = shapes.RUN_STATUSES
@@ -107,13 +109,13 @@ async def run_messages(request: Request) -> Response:
         after=after, run_id=run.id, partial=None if partial else False
     )
     async with app_state(request).db.read() as db:
-        rows = await message_store.list_messages(db, run.session_id, where, limit=limit + 1)
+        rows = await replay_store.view_rows(db, run.session_id, where, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     return JSONResponse(
         {
-            "data": [message_view(m) for m in rows],
-            "nextCursor": encode_cursor(rows[-1].seq) if more and rows else None,
+            "data": [row_view(row) for row in rows],
+            "nextCursor": encode_cursor(rows[-1][3]) if more and rows else None,
         }
     )
 

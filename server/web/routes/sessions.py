@@ -13,6 +13,7 @@ from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
 from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
+from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -35,6 +36,7 @@ from server.web.state import AppState, app_state
 from server.web.views import message_view, session_view
 from store import SessionRecord
 from store import messages as message_store
+from store import replay as replay_store
 from store import repos as repo_store
 from store import sessions as session_store
 
@@ -182,13 +184,13 @@ async def list_messages(request: Request) -> Response:
         partial=False if partial is False else None,
     )
     async with state.db.read() as db:
-        rows = await message_store.list_messages(db, session_id, where, limit=limit + 1)
+        rows = await replay_store.view_rows(db, session_id, where, limit=limit + 1, raw=raw)
     more = len(rows) > limit
     rows = rows[:limit]
     return JSONResponse(
         {
-            "messages": [message_view(m, raw=raw) for m in rows],
-            "nextAfter": rows[-1].seq if more and rows else None,
+            "messages": [row_view(row, raw=raw) for row in rows],
+            "nextAfter": rows[-1][3] if more and rows else None,
         }
     )
 
