@@ -94,7 +94,12 @@ async def frame_rows(
 
 
 async def view_rows(
-    db: AsyncSession, session_id: str, where: MessageFilter, *, limit: int, raw: bool = False
+    db: AsyncSession,
+    session_id: str,
+    where: MessageFilter,
+    *,
+    limit: int | None,
+    raw: bool = False,
 ) -> Sequence[ViewRow]:
     """What ``list_messages`` returns for the same arguments, as rows of the Message
     view's columns (``ViewRow``), the JSON as text: a page of 500 messages as ORM objects

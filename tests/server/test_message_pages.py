@@ -1,4 +1,5 @@
-"""Message pages (``GET /api/sessions/{id}/messages``, ``GET /api/agent-runs/{id}/messages``)
+"""Message pages (``GET /api/sessions/{id}/messages``, ``GET /api/agent-runs/{id}/messages``,
+the messages of ``GET /api/sessions/{id}``)
 read rows as text (``store.replay.view_rows`` + ``frames.row_view``), not ORM objects.
 They must answer exactly what the ORM path (``list_messages`` + ``message_view``) answers
 for the same filter: same messages, same order, same JSON values (raw frames and dropped
@@ -110,3 +111,14 @@ def test_dropped_messages_leave_the_pages(
     assert after[:-1] == [m for m in before if m["seq"] <= keep]
     assert after[-1]["content"]["reason"] == "rewind"
     assert after == _orm_views(client, session_id, message_store.MessageFilter(), raw=True)
+
+
+def test_a_session_with_its_messages_is_what_the_orm_path_answers(
+    client: TestClient, session_with_history: tuple[str, list[str]]
+) -> None:
+    session_id, _runs = session_with_history
+    response = client.get(f"/api/sessions/{session_id}")
+    assert response.status_code == 200, response.text
+    shown = response.json()["messages"]
+    expected = _orm_views(client, session_id, message_store.MessageFilter(partial=False), raw=False)
+    assert shown == expected and len(shown) >= 5

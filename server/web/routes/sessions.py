@@ -33,7 +33,7 @@ from server.web.requests import (
 from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
-from server.web.views import message_view, session_view
+from server.web.views import session_view
 from store import SessionRecord
 from store import messages as message_store
 from store import replay as replay_store
@@ -53,10 +53,10 @@ async def session_json(
         assert repo is not None
         view = session_view(record, repo)
         if messages:
-            rows = await message_store.list_messages(
+            rows = await replay_store.view_rows(
                 db, record.id, message_store.MessageFilter(partial=False), limit=None
             )
-            view["messages"] = [message_view(m) for m in rows]
+            view["messages"] = [row_view(row) for row in rows]
     return view
 
 
