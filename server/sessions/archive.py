@@ -30,9 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions.errors import Invalid, NotFound
-from server.stream.frames import iso, message_view
+from server.stream.frames import iso, row_view
 from store import SessionRecord, utcnow
 from store import messages as message_store
+from store import replay as replay_store
 from store import repos as repo_store
 from store.messages import MessageRow
 
@@ -107,15 +108,16 @@ async def export_lines(hub: Hub, record: SessionRecord) -> AsyncIterator[bytes]:
     cursor = 0
     while True:
         async with hub.db.read() as db:
-            rows = await message_store.list_messages(
+            rows = await replay_store.view_rows(
                 db,
                 record.id,
                 message_store.MessageFilter(after=cursor, include_dropped=True),
                 limit=EXPORT_PAGE,
+                raw=True,
             )
         if rows:
-            yield b"".join(orjson.dumps(message_view(m, raw=True)) + b"\n" for m in rows)
-            cursor = rows[-1].seq
+            yield b"".join(orjson.dumps(row_view(row, raw=True)) + b"\n" for row in rows)
+            cursor = rows[-1][3]
         if len(rows) < EXPORT_PAGE:
             return
 

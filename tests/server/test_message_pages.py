@@ -1,5 +1,5 @@
 """Message pages (``GET /api/sessions/{id}/messages``, ``GET /api/agent-runs/{id}/messages``,
-the messages of ``GET /api/sessions/{id}``)
+the messages of ``GET /api/sessions/{id}``, an export)
 read rows as text (``store.replay.view_rows`` + ``frames.row_view``), not ORM objects.
 They must answer exactly what the ORM path (``list_messages`` + ``message_view``) answers
 for the same filter: same messages, same order, same JSON values (raw frames and dropped
@@ -122,3 +122,22 @@ def test_a_session_with_its_messages_is_what_the_orm_path_answers(
     shown = response.json()["messages"]
     expected = _orm_views(client, session_id, message_store.MessageFilter(partial=False), raw=False)
     assert shown == expected and len(shown) >= 5
+
+
+def test_an_export_is_what_the_orm_path_answers(
+    client: TestClient, session_with_history: tuple[str, list[str]]
+) -> None:
+    session_id, _runs = session_with_history
+    before = _page(client, f"/api/sessions/{session_id}/messages", "messages")
+    response = client.post(
+        f"/api/sessions/{session_id}/rewind", json={"toSeq": before[len(before) // 2]["seq"]}
+    )
+    assert response.status_code == 200, response.text
+    response = client.get(f"/api/sessions/{session_id}/export")
+    assert response.status_code == 200, response.text
+    lines = [orjson.loads(line) for line in response.content.splitlines()]
+    expected = _orm_views(
+        client, session_id, message_store.MessageFilter(include_dropped=True), raw=True
+    )
+    assert lines[1:] == expected
+    assert any(m["dropped"] for m in expected) and not all(m["dropped"] for m in expected)
