@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent_bridge import AgentCgroups, AgentStartError, agent_environment, kill_orphans
 from agent_bridge.jsontypes import JsonObject
@@ -221,9 +222,12 @@ class Hub:
             ).wait()
             return live
 
-    async def get_record(self, session_id: str) -> SessionRecord:
-        async with self.db.read() as db:
-            record = await session_store.get_session(db, session_id)
+    async def get_record(self, session_id: str, db: AsyncSession | None = None) -> SessionRecord:
+        """The session (NotFound when there is none), read in ``db`` or a transaction of its own."""
+        if db is None:
+            async with self.db.read() as db:
+                return await self.get_record(session_id, db)
+        record = await session_store.get_session(db, session_id)
         if record is None:
             raise NotFound("session", session_id)
         return record

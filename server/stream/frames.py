@@ -54,7 +54,6 @@ def row_view(row: ViewRow, *, raw: bool = False) -> dict[str, Any]:
     """``message_view`` of a row read as text (``store.replay.view_rows``, with ``raw``
     when it read the raw columns): the JSON goes in as the text stored (``orjson``
     writes it as it is), never decoded; the same JSON value as ``message_view``."""
-    stamp = row[7]
     view = {
         "id": row[0],
         "sessionId": row[1],
@@ -63,7 +62,7 @@ def row_view(row: ViewRow, *, raw: bool = False) -> dict[str, Any]:
         "role": row[4],
         "content": orjson.Fragment(row[6]),
         "stepNumber": row[5],
-        "timestamp": _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp),
+        "timestamp": _read_stamp(row[7]),
     }
     if raw:
         view["raw"] = None if row[8] is None else orjson.Fragment(row[8])
@@ -182,6 +181,12 @@ def _stamp_iso(stamp: str) -> str | None:
     return iso(datetime.fromisoformat(stamp).replace(tzinfo=UTC))  # e.g. no fraction
 
 
+def _read_stamp(stamp: str | datetime) -> str | None:
+    """API.md's timestamp of a ``created_at`` read back as ``store.replay`` reads it:
+    SQLite's stored text, or PostgreSQL's datetime."""
+    return _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp)
+
+
 def stored_frame(row: MessageRow) -> bytes:
     """The ``message`` frame of a row the writer just stored: its content is the JSON
     text stored (encoded once, for the database and for every viewer); its timestamp
@@ -245,8 +250,7 @@ def replay_frame(session_id: str, row: FrameRow) -> bytes:
     """The ``message`` frame of a stored message read back (``store.replay``): the same
     bytes as its live frame (``stored_frame``) when the database kept the writer's JSON
     text (SQLite); PostgreSQL's ``jsonb`` gives the same JSON value in its own text."""
-    stamp = row[6]
-    timestamp = _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp)
+    timestamp = _read_stamp(row[6])
     return _frame(row[0], session_id, row[1], row[2], row[3], row[5], row[4], timestamp)
 
 

@@ -22,13 +22,11 @@ from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
+from server.web.routes.sessions import session_json_in
 from server.web.state import AppState, app_state
-from server.web.views import session_view
 from server.web.ws_sender import FrameSender
-from store import Repo, SessionRecord
+from store import SessionRecord
 from store import replay as replay_store
-from store import repos as repo_store
-from store import sessions as session_store
 from store.replay import FrameRow
 
 log = logging.getLogger("agent_sessions.ws")
@@ -61,7 +59,7 @@ async def stream(websocket: WebSocket) -> None:
     metrics.VIEWERS.inc()
     try:
         try:
-            record, repo, page = await _first_reads(state, session_id, after)
+            record, view, page = await _first_reads(state, session_id, after)
         except NotFound:
             await websocket.close(CLOSE_NOT_FOUND, "unknown session")
             return
@@ -69,7 +67,7 @@ async def stream(websocket: WebSocket) -> None:
             dumps(
                 {
                     "type": "hello",
-                    "session": session_view(record, repo),
+                    "session": view,
                     "lastSeq": record.last_seq,
                 }
             )
@@ -90,18 +88,14 @@ async def stream(websocket: WebSocket) -> None:
 
 async def _first_reads(
     state: AppState, session_id: str, after: int
-) -> tuple[SessionRecord, Repo, Sequence[FrameRow]]:
-    """The session, its repository and the first replay page, in one read transaction (one
-    snapshot): a viewer's connect is mostly its reads, ~0.4 ms of the event loop's CPU for
-    each transaction through the ORM."""
+) -> tuple[SessionRecord, dict[str, object], Sequence[FrameRow]]:
+    """The session, its view for the hello and the first replay page, in one read
+    transaction (one snapshot): a viewer's connect is mostly its reads."""
     async with state.db.read() as db:
-        record = await session_store.get_session(db, session_id)
-        if record is None:
-            raise NotFound("session", session_id)
-        repo = await repo_store.get_repo(db, record.repo_id)
+        record = await state.hub.get_record(session_id, db)
+        view = await session_json_in(db, record)
         page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
-    assert repo is not None  # a session's repository goes only with its sessions
-    return record, repo, page
+    return record, view, page
 
 
 def _uuid(raw: str) -> str:
