@@ -13,7 +13,6 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
 import orjson
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
@@ -73,19 +72,20 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def _reset_sqlite(dbapi_connection: Any, _record: Any, state: Any) -> None:
     """The pool's rollback on return, only when a transaction is open: a session's close
     has rolled back already (SQLAlchemy's own reset would roll back again, one more
-    hand-off to aiosqlite's thread for every transaction)."""
-    aio = getattr(dbapi_connection, "_connection", None)
-    if state.asyncio_safe and (not isinstance(aio, aiosqlite.Connection) or aio.in_transaction):
+    hand-off to aiosqlite's thread for every transaction). ``_connection`` is the
+    aiosqlite connection under SQLAlchemy's adapter (the only async SQLite driver)."""
+    if state.asyncio_safe and dbapi_connection._connection.in_transaction:
         dbapi_connection.rollback()
 
 
 def _make_engine(url: str, *, immediate: bool, **kwargs: Any) -> AsyncEngine:
-    if make_url(url).get_backend_name() == "sqlite":
+    sqlite = make_url(url).get_backend_name() == "sqlite"
+    if sqlite:
         kwargs["pool_reset_on_return"] = None  # _reset_sqlite does it
     engine = create_async_engine(
         url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **kwargs
     )
-    if engine.dialect.name == "sqlite":
+    if sqlite:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "reset", _reset_sqlite)
         begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
@@ -93,16 +93,9 @@ def _make_engine(url: str, *, immediate: bool, **kwargs: Any) -> AsyncEngine:
         def _begin(conn: Any) -> None:
             # One hand-off to aiosqlite's thread: exec_driver_sql takes three (a cursor,
             # the statement, the cursor's close), out of ~9 for a one-SELECT read.
-            adapted = conn.connection.dbapi_connection
-            aio = getattr(adapted, "_connection", None)
-            if not isinstance(aio, aiosqlite.Connection):  # pragma: no cover - another driver
-                conn.exec_driver_sql(begin)
-                return
             try:
-                await_(aio.execute(begin))
-            except (
-                sqlite3.Error
-            ) as error:  # as exec_driver_sql raises it (locked: OperationalError)
+                await_(conn.connection.dbapi_connection._connection.execute(begin))
+            except sqlite3.Error as error:  # wrapped as exec_driver_sql would wrap it
                 raise DBAPIError.instance(begin, None, error, sqlite3.Error) from error
 
         event.listen(engine.sync_engine, "begin", _begin)
