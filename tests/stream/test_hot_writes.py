@@ -152,3 +152,47 @@ async def test_a_batch_with_another_op_goes_through_sqlalchemy_in_order(store: D
         await second.wait()
         await writer.drain()
     assert seen == [3]  # the op saw the earlier commit and its own batch's rows
+
+
+async def test_an_op_for_sqlalchemy_does_not_take_the_flood_ahead_of_it_along(
+    store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Receipts queued together: the hot ones ahead of a receipt whose op the hot path
+    does not know are committed on the hot path, that receipt alone through SQLAlchemy,
+    and the hot ones behind it on the hot path again, in seq order."""
+    writer = Writer(store, Broker())
+    assert writer._hot is not None
+    hot_rows: list[list[int]] = []
+    slow_rows: list[list[int]] = []
+    hot_commit, slow_insert = writer._hot.commit, message_store.insert_messages
+
+    async def spy_hot(batch: Any, announce: Any) -> None:
+        hot_rows.append([row[2] for row in batch.messages])
+        await hot_commit(batch, announce)
+
+    async def spy_slow(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
+        slow_rows.append([row["seq"] for row in rows])
+        await slow_insert(db, rows)
+
+    monkeypatch.setattr(writer._hot, "commit", spy_hot)
+    monkeypatch.setattr(message_store, "insert_messages", spy_slow)
+
+    async def noop(db: AsyncSession) -> None:
+        pass
+
+    writer.open_session("s1", 0)
+    receipts = [writer.submit("s1", flood()[:1]) for _ in range(3)]  # seqs 1-3
+    receipts.append(writer.submit("s1", flood()[:2], [noop]))  # 4-5, needs SQLAlchemy
+    receipts += [writer.submit("s1", flood()[:1]) for _ in range(2)]  # 6-7
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        for receipt in receipts:
+            await receipt.wait()
+        await writer.drain()
+    assert hot_rows == [[1, 2, 3], [6, 7]]
+    assert slow_rows == [[4, 5]]
+    async with store.read() as db:
+        listed = await message_store.list_messages(
+            db, "s1", message_store.MessageFilter(), limit=None
+        )
+    assert [m.seq for m in listed] == [1, 2, 3, 4, 5, 6, 7]
