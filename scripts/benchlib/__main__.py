@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         "--keep", action="store_true", help="keep the temporary directory (logs, databases)"
     )
     args = parser.parse_args(argv)
+    from server import malloc
+
+    malloc.tune()  # as the server's: the raw limits measured here get the same allocator
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-bench-"))
     started = time.monotonic()
 

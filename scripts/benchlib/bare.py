@@ -204,6 +204,9 @@ def main() -> None:
         rate = float(args[2])
         produce(int(args[0]), args[1], rate if rate > 0 else None)
     elif mode == "relay":
+        from server import malloc
+
+        malloc.tune()  # as the server's: the bare relay gets the same allocator
         asyncio.run(relay(int(args[0])))
     elif mode == "http":
         http(int(args[0]))

@@ -72,6 +72,9 @@ def serve(args: argparse.Namespace) -> None:
     # before the freeze (~35 ms more): the imports' own cyclic garbage is a few objects,
     # kept once.
     gc.disable()
+    from server import malloc
+
+    malloc.tune()
     from server.app import create_app
     from server.logs import setup_logging
 
