@@ -18,7 +18,6 @@ two of its commits (``cap``), and the next commit starts it over.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
@@ -42,13 +41,6 @@ RETRY_SECONDS = 1.0
 # writer's commits wait while what the thread has not copied yet is copied in (a
 # 30 000-tool-update flood stays under it, at 380-440 MB).
 WAL_CAP_BYTES = 512 * 1024 * 1024
-# The thread's nice value, above the process's (Linux schedules threads one by one). When
-# the two cores are busy (a flood: the loop, the writer's thread, the agent, its viewers)
-# the checkpoint takes what they leave and catches up when they are done; the WAL grows
-# meanwhile, up to WAL_CAP_BYTES. scripts/bench-ab, 16 000-tool-update flood, 8 interleaved
-# rounds (medians): 22 549 -> 23 635 updates/s. At a paced rate nothing competes for the
-# cores, and it runs as soon as it is asked.
-NICE = 10
 
 
 class Checkpointer:
@@ -64,7 +56,6 @@ class Checkpointer:
         self._stop = False
         self._thread: threading.Thread | None = None
         self.ran = threading.Event()  # set after each checkpoint (for tests)
-        self.native_id: int | None = None  # the thread's, once it runs (for tests)
 
     def wrote(self, rows: int) -> None:
         self._commits += 1
@@ -95,11 +86,6 @@ class Checkpointer:
         self._wake.set()
 
     def _run(self) -> None:
-        self.native_id = threading.get_native_id()
-        with contextlib.suppress(AttributeError, OSError):  # Linux: this thread only
-            os.setpriority(
-                os.PRIO_PROCESS, self.native_id, os.getpriority(os.PRIO_PROCESS, 0) + NICE
-            )
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         behind = False  # the last checkpoint left frames in the WAL
         try:

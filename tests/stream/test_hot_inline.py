@@ -5,9 +5,7 @@ it goes to the writer's thread, which waits for the lock as before."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -234,22 +232,3 @@ def test_a_checkpoint_left_behind_is_tried_again_unasked(
         checkpointer.close()
         reader.close()
         writer.close()
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
-def test_the_checkpoint_thread_yields_the_cores_to_the_hot_path(tmp_path: Path) -> None:
-    """The checkpoint thread runs NICE steps below the process (the loop and the writer's
-    thread keep theirs): in a flood it takes the CPU they leave."""
-    path = str(tmp_path / "db.sqlite")
-    sqlite3.connect(path).execute("PRAGMA journal_mode=WAL").close()
-    checkpointer = checkpoints.Checkpointer(path)
-    try:
-        checkpointer.request()
-        assert checkpointer.ran.wait(30)
-        assert checkpointer.native_id is not None
-        ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        theirs = os.getpriority(os.PRIO_PROCESS, checkpointer.native_id)
-        assert theirs == min(ours + checkpoints.NICE, 19)
-        assert checkpoints.NICE > 0
-    finally:
-        checkpointer.close()
