@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, String, Text, bindparam, cast, select, type_coerce
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.messages import MessageFilter, filtered
@@ -30,8 +31,9 @@ __all__ = ["FrameRow", "ViewRow", "frame_rows", "view_rows"]
 FrameRow = tuple[str, str | None, int, str, int | None, str, str | datetime]
 
 # (id, session_id, run_id, seq, role, step_number, content as JSON text, created_at as
-# in FrameRow), then with ``raw``: (raw as JSON text or None, dropped).
-ViewRow = tuple[Any, ...]
+# in FrameRow), then with ``raw``: (raw as JSON text or None, dropped). A Row: its
+# columns by name too (``row.seq``).
+ViewRow = Row[*tuple[Any, ...]]
 
 _QUERIES: dict[tuple[str, bool], Select[Any]] = {}
 

@@ -117,7 +117,7 @@ async def export_lines(hub: Hub, record: SessionRecord) -> AsyncIterator[bytes]:
             )
         if rows:
             yield b"".join(orjson.dumps(row_view(row, raw=True)) + b"\n" for row in rows)
-            cursor = rows[-1][3]
+            cursor = rows[-1].seq
         if len(rows) < EXPORT_PAGE:
             return
 

@@ -34,39 +34,60 @@ def iso(value: datetime | None) -> str | None:
 
 def message_view(message: Message | dict[str, Any], *, raw: bool = False) -> dict[str, Any]:
     row = message if isinstance(message, dict) else _message_row(message)
-    view = {
-        "id": row["id"],
-        "sessionId": row["session_id"],
-        "runId": row["run_id"],
-        "seq": row["seq"],
-        "role": row["role"],
-        "content": row["content"],
-        "stepNumber": row["step_number"],
-        "timestamp": iso(row["created_at"]),
-    }
-    if raw:
-        view["raw"] = row["raw"]
-        view["dropped"] = row["dropped"]
-    return view
+    return _view(
+        row["id"],
+        row["session_id"],
+        row["run_id"],
+        row["seq"],
+        row["role"],
+        row["content"],
+        row["step_number"],
+        iso(row["created_at"]),
+        (row["raw"], row["dropped"]) if raw else None,
+    )
 
 
 def row_view(row: ViewRow, *, raw: bool = False) -> dict[str, Any]:
     """``message_view`` of a row read as text (``store.replay.view_rows``, with ``raw``
     when it read the raw columns): the JSON goes in as the text stored (``orjson``
     writes it as it is), never decoded; the same JSON value as ``message_view``."""
+    return _view(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        orjson.Fragment(row[6]),
+        row[5],
+        _read_stamp(row[7]),
+        (None if row[8] is None else orjson.Fragment(row[8]), bool(row[9])) if raw else None,
+    )
+
+
+def _view(
+    message_id: str,
+    session_id: str,
+    run_id: str | None,
+    seq: int,
+    role: str,
+    content: Any,
+    step_number: int | None,
+    timestamp: str | None,
+    raw_dropped: tuple[Any, bool] | None,
+) -> dict[str, Any]:
+    """API.md's Message, in its field order; ``raw`` and ``dropped`` when asked for."""
     view = {
-        "id": row[0],
-        "sessionId": row[1],
-        "runId": row[2],
-        "seq": row[3],
-        "role": row[4],
-        "content": orjson.Fragment(row[6]),
-        "stepNumber": row[5],
-        "timestamp": _read_stamp(row[7]),
+        "id": message_id,
+        "sessionId": session_id,
+        "runId": run_id,
+        "seq": seq,
+        "role": role,
+        "content": content,
+        "stepNumber": step_number,
+        "timestamp": timestamp,
     }
-    if raw:
-        view["raw"] = None if row[8] is None else orjson.Fragment(row[8])
-        view["dropped"] = bool(row[9])
+    if raw_dropped is not None:
+        view["raw"], view["dropped"] = raw_dropped
     return view
 
 

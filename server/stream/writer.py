@@ -164,7 +164,7 @@ class Writer:
         while queue and (rows < MAX_BATCH_ROWS or not batch):
             item = queue[0]
             if split:
-                item_hot = all(isinstance(op, HOT_OPS) for op in item.ops)
+                item_hot = _hot_ops(item)
                 if batch and item_hot is not hot:
                     break
                 hot = item_hot
@@ -209,10 +209,9 @@ class Writer:
         hot = HotBatch()
         messages, activity, tools, stamps = hot.messages, hot.activity, hot.tools, hot.stamps
         for item in batch:
-            for op in item.ops:
-                if not isinstance(op, HOT_OPS):
-                    return None
-                tools.append(op)
+            if not _hot_ops(item):
+                return None
+            tools.extend(item.ops)  # type: ignore[arg-type]  # _hot_ops checked their types
             rows = item.rows
             if rows:
                 messages.extend(rows)
@@ -341,6 +340,11 @@ class Writer:
         self._closing = True
         self._wake.set()
         await self._stopped.wait()
+
+
+def _hot_ops(item: Receipt) -> bool:
+    """Whether the hot path knows every op of ``item`` (tool-call rows; or it has none)."""
+    return all(isinstance(op, HOT_OPS) for op in item.ops)
 
 
 def _spans(rows: list[MessageRow]) -> dict[str, tuple[int, int]]:

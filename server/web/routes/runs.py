@@ -115,7 +115,7 @@ async def run_messages(request: Request) -> Response:
     return JSONResponse(
         {
             "data": [row_view(row) for row in rows],
-            "nextCursor": encode_cursor(rows[-1][3]) if more and rows else None,
+            "nextCursor": encode_cursor(rows[-1].seq) if more and rows else None,
         }
     )
 

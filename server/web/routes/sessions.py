@@ -202,7 +202,7 @@ async def list_messages(request: Request) -> Response:
     return JSONResponse(
         {
             "messages": [row_view(row, raw=raw) for row in rows],
-            "nextAfter": rows[-1][3] if more and rows else None,
+            "nextAfter": rows[-1].seq if more and rows else None,
         }
     )
 
