@@ -48,6 +48,7 @@ __all__ = [
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
+    "Merged",
     "Workspace",
 ]
 
@@ -67,6 +68,7 @@ MessageType = Literal[
     "usage",
     "controls",
     "elicitation",
+    "review",
     "update",
 ]
 
@@ -103,6 +105,14 @@ class ForkedFrom(_Shape):
     seq: Count
 
 
+class Merged(_Shape):
+    """The session's branch went into ``into`` as ``commit`` at ``at``."""
+
+    commit: str | None
+    into: str
+    at: str
+
+
 class Workspace(_Shape):
     """Where the session's agent works: the repository itself, or its own git worktree."""
 
@@ -111,6 +121,7 @@ class Workspace(_Shape):
     branch: str | None
     base_ref: str | None
     base_commit: str | None
+    merged: Merged | None = None
 
 
 class Session(msgspec.Struct, rename="camel"):

@@ -153,6 +153,8 @@ class SessionRecord(Base):
     branch: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # ``Workspace.merged`` (API.md, Review): {commit, into, at} of the last merge.
+    merged: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     # The agent's controls as last known, and the mode/config values kept for resumption.
     controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)

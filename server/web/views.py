@@ -79,6 +79,7 @@ def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
         branch=session.branch,
         base_ref=session.base_ref,
         base_commit=session.base_commit,
+        merged=msgspec.convert(session.merged, shapes.Merged) if session.merged else None,
     )
 
 

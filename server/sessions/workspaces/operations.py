@@ -16,6 +16,7 @@ from server.sessions.workspaces.changes import (
     SessionChanges,
     diff_trees,
 )
+from server.sessions.workspaces.merged import record_merged
 from server.sessions.workspaces.service import (
     author,
     in_thread,
@@ -91,7 +92,8 @@ async def changes(hub: Hub, session_id: str, run_id: str | None) -> SessionChang
                 raise NotFound("run", run_id)
     async with session_lock(hub.writer, session_id):
         found = await in_thread(_changes, record, repo, runs, run_id, hub.settings.max_diff_bytes)
-    return {"baseCommit": record.base_commit, **found}
+    scope = "session" if record.isolation == "worktree" else "workspace"
+    return {"baseCommit": record.base_commit, "scope": scope, **found}
 
 
 def _require_worktree(record: SessionRecord) -> None:
@@ -164,6 +166,7 @@ async def merge_session(
             "stash them first. Nothing was changed.",
             {"path": str(outcome.dirty), "into": target},
         )
+    await record_merged(hub, session_id, outcome.commit, target)
     log.info("session merged", extra={"session_id": session_id, "into": target})
     return {"commit": outcome.commit, "into": target}
 

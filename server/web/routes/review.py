@@ -1,0 +1,78 @@
+"""Review (API.md): the workspace's tree and files (or a commit's), reverting a file or
+some of its hunks, and line comments sent to the agent as one prompt."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from server.sessions.workspaces import review
+from server.web.bodies import read_struct
+from server.web.errors import ApiError
+from server.web.jsonresp import JSONResponse
+from server.web.requests import query_bool, session_id_param
+from server.web.review_bodies import RevertBody, ReviewBody
+from server.web.state import app_state
+
+__all__ = ["routes"]
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+def _ref(request: Request) -> str | None:
+    ref = request.query_params.get("ref")
+    if ref is None or ref == "":
+        return None
+    if ref.startswith("-") or "\x00" in ref or len(ref) > 256:
+        raise ApiError.validation("ref must name a commit.", field="ref")
+    return ref
+
+
+async def tree(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    path = request.query_params.get("path", "")
+    entries = await review.list_tree(state.hub, session_id, path, _ref(request))
+    return JSONResponse({"entries": entries})
+
+
+async def file(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    path = request.query_params.get("path", "")
+    raw = bool(query_bool(request, "raw"))
+    found = await review.read_file(state.hub, session_id, path, _ref(request), raw)
+    media = "application/octet-stream" if found.binary else _TEXT
+    return Response(found.data, media_type=media, headers={"Cache-Control": "no-store"})
+
+
+async def revert(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    await state.hub.get_record(session_id)
+    body = await read_struct(request, RevertBody, state.settings.max_body_bytes)
+    found = await review.revert(state.hub, session_id, body.path, body.hunks)
+    return JSONResponse(found)
+
+
+async def send_review(request: Request) -> Response:
+    state = app_state(request)
+    session_id = session_id_param(request)
+    await state.hub.get_record(session_id)
+    body = await read_struct(request, ReviewBody, state.settings.max_body_bytes)
+    if not body.comments and body.text is None:
+        raise ApiError.validation("A review needs comments or text.", field="comments")
+    comments = [review.Comment(c.path, c.line, c.side, c.body) for c in body.comments]
+    run_id = await review.review_prompt(
+        state.hub, session_id, comments, body.text, state.settings.max_prompt_bytes
+    )
+    return JSONResponse({"runId": run_id}, status_code=202)
+
+
+routes = [
+    Route("/api/sessions/{session_id}/tree", tree, methods=["GET"]),
+    Route("/api/sessions/{session_id}/file", file, methods=["GET"]),
+    Route("/api/sessions/{session_id}/changes/revert", revert, methods=["POST"]),
+    Route("/api/sessions/{session_id}/review", send_review, methods=["POST"]),
+]
