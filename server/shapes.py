@@ -121,7 +121,7 @@ class Workspace(_Shape):
     branch: str | None
     base_ref: str | None
     base_commit: str | None
-    merged: Merged | None = None
+    merged: Merged | None
 
 
 class Session(msgspec.Struct, rename="camel"):

@@ -47,5 +47,7 @@ class ReviewCommentBody(_Body):
 
 
 class ReviewBody(_Body):
-    comments: Annotated[list[ReviewCommentBody], msgspec.Meta(max_length=MAX_COMMENTS)]
+    comments: Annotated[
+        list[ReviewCommentBody], msgspec.Meta(min_length=1, max_length=MAX_COMMENTS)
+    ]
     text: NonBlank | None = None

@@ -102,17 +102,17 @@ def test_reads_are_confined(
         wt_client.get(f"/api/sessions/{sid}/file", params={"path": "nope", "ref": "HEAD"}), 404
     )
     assert_error(wt_client.get(f"/api/sessions/{sid}/file", params={"path": ""}), 422)
-    assert_error(wt_client.get(f"/api/sessions/{sid}/file", params={"path": "src"}), 422)
-    assert_error(wt_client.get(f"/api/sessions/{sid}/tree", params={"path": "README.md"}), 422)
-    for ref in ("no-such-ref", "--output=/tmp/x"):
-        response = wt_client.get(f"/api/sessions/{sid}/tree", params={"ref": ref})
-        assert_error(response, 422, "validation_error")
+    assert_error(wt_client.get(f"/api/sessions/{sid}/file", params={"path": "src"}), 404)
+    response = wt_client.get(f"/api/sessions/{sid}/tree", params={"path": "README.md"})
+    assert_error(response, 404, "directory_not_found")
+    response = wt_client.get(f"/api/sessions/{sid}/tree", params={"ref": "no-such-ref"})
+    assert_error(response, 404, "ref_not_found")
+    response = wt_client.get(f"/api/sessions/{sid}/tree", params={"ref": "--output=/tmp/x"})
+    assert_error(response, 422, "validation_error")
     assert_error(wt_client.get(f"/api/sessions/{'0' * 8}-0000-0000-0000-{'0' * 12}/tree"), 404)
 
 
-def test_revert_one_hunk_then_a_whole_file(
-    wt_client: TestClient, proj_id: str, proj: Path
-) -> None:
+def test_revert_one_hunk_then_a_whole_file(wt_client: TestClient, proj_id: str, proj: Path) -> None:
     with_long_file(proj)
     sid, path = worktree(wt_client, proj_id)
     changed = list(LINES)
@@ -162,10 +162,12 @@ def test_revert_refusals(wt_client: TestClient, proj_id: str, proj: Path) -> Non
         response = wt_client.post(url, json={"path": "long.txt", "hunks": hunks})
         assert_error(response, 422, "validation_error")
     assert_error(wt_client.post(url, json={"path": "blob.bin", "hunks": [0]}), 422)
-    assert_error(wt_client.post(url, json={"path": "README.md"}), 422)  # not changed
+    assert_error(wt_client.post(url, json={"path": "README.md"}), 409, "nothing_to_revert")
     assert_error(wt_client.post(url, json={"path": "../proj/long.txt"}), 403)
     assert_error(wt_client.post(url, json={"hunks": [0]}), 422)
-    assert_error(wt_client.post(url, content=b"{", headers={"content-type": "application/json"}), 400)
+    assert_error(
+        wt_client.post(url, content=b"{", headers={"content-type": "application/json"}), 400
+    )
     assert "five" in (path / "long.txt").read_text()  # nothing was reverted
     # during a turn (the demo agent waits for the write's permission)
     turn = wt_client.post(f"/api/sessions/{sid}/prompt", json={"text": "write other.txt x"})
@@ -210,7 +212,9 @@ def test_review_refusals(wt_client: TestClient, proj_id: str, proj: Path) -> Non
     url = f"/api/sessions/{sid}/review"
 
     def comment(**fields: Any) -> dict[str, Any]:
-        return {"comments": [{"path": "README.md", "line": 1, "side": "new", "body": "x", **fields}]}
+        return {
+            "comments": [{"path": "README.md", "line": 1, "side": "new", "body": "x", **fields}]
+        }
 
     for bad in (
         comment(line=0),
@@ -231,7 +235,9 @@ def test_merged_state_and_scope(wt_client: TestClient, proj_id: str, proj: Path)
     assert wt_client.get(f"/api/sessions/{sid}").json()["workspace"]["merged"] is None
     turn = run_turn(wt_client, sid, "write notes.txt hello", answer="allow")
     assert turn.status == "completed"
-    assert wt_client.post(f"/api/sessions/{sid}/commit", json={"message": "notes"}).status_code == 201
+    assert (
+        wt_client.post(f"/api/sessions/{sid}/commit", json={"message": "notes"}).status_code == 201
+    )
     merged = wt_client.post(f"/api/sessions/{sid}/merge", json={}).json()
     state = wt_client.get(f"/api/sessions/{sid}").json()["workspace"]["merged"]
     assert state["commit"] == merged["commit"] == git(proj, "rev-parse", "main")

@@ -93,9 +93,9 @@ def _confined(path: str) -> Iterator[None]:
     except (FileNotFound, tree.NotInCommit, FileNotFoundError):
         raise NotFound("file", path, f"Nothing at {path!r}.", {"path": path}) from None
     except NotADirectoryError:
-        raise Invalid(f"{path!r} is not a directory.", field="path", path=path) from None
+        raise NotFound("directory", path, f"No directory at {path!r}.", {"path": path}) from None
     except tree.UnknownRef as exc:
-        raise Invalid(f"Unknown ref {exc}.", field="ref") from None
+        raise NotFound("ref", str(exc), f"No commit {exc} in the repository.") from None
 
 
 def _workspace(root: Path, session_id: str, limit: int = RAW_LIMIT) -> Workspace:
@@ -146,9 +146,9 @@ async def read_file(hub: Hub, session_id: str, path: str, ref: str | None, raw: 
                 found = await in_thread(
                     tree.commit_file, repo, root, commit, path, limit, record.id
                 )
-        except FileRefused as exc:  # not a regular file, a name too long…
-            raise Invalid(
-                f"{path!r} is not a readable file ({exc.reason}).", field="path"
+        except FileRefused as exc:  # a directory, a device, a name too long…
+            raise NotFound(
+                "file", path, f"No readable file at {path!r} ({exc.reason}).", {"path": path}
             ) from None
     if found.size > limit:
         raise TooLarge("file", limit)
@@ -219,7 +219,7 @@ async def revert(hub: Hub, session_id: str, path: str, hunks: list[int] | None) 
     current = await changes(hub, session_id, None)
     change = next((f for f in current["files"] if f["path"] == relative), None)
     if change is None:
-        raise Invalid(f"{path!r} has no change to revert.", field="path", path=path)
+        raise Conflict("nothing_to_revert", f"{path!r} has no change to revert.", {"path": path})
     if hunks is not None and change["binary"]:
         raise Invalid(f"{path!r} is binary: revert the whole file.", field="hunks")
     base = record.base_commit or checkpoints.EMPTY_TREE
@@ -248,7 +248,9 @@ def _quoted_line(repo: Path, root: Path, base: str | None, key: str, comment: Co
         data = tree.workspace_file(_workspace(root, key), comment.path).data
     else:
         if base is None:
-            raise Invalid("The session has no base commit: comment on new lines only.")
+            raise Conflict(
+                "no_base_commit", "The session has no base commit: comment on new lines only."
+            )
         data = tree.commit_file(repo, root, base, comment.path, RAW_LIMIT, key).data
     lines = data.decode("utf-8", "replace").splitlines()
     if comment.line > len(lines):

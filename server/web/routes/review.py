@@ -61,8 +61,6 @@ async def send_review(request: Request) -> Response:
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
     body = await read_struct(request, ReviewBody, state.settings.max_body_bytes)
-    if not body.comments and body.text is None:
-        raise ApiError.validation("A review needs comments or text.", field="comments")
     comments = [review.Comment(c.path, c.line, c.side, c.body) for c in body.comments]
     run_id = await review.review_prompt(
         state.hub, session_id, comments, body.text, state.settings.max_prompt_bytes
