@@ -18,6 +18,8 @@ import { SessionStream } from "./stream.js";
 import { Transcript } from "./transcript.js";
 
 const DOWN_NOTICE_MS = 2000;
+// a phone's prompt box is narrow: a long placeholder would wrap one word a line
+const PHONE = window.matchMedia("(max-width: 760px)");
 const ENDED = {
   completed: "This session is completed",
   cancelled: "This session was ended",
@@ -304,7 +306,7 @@ export class SessionView {
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
       : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
-        : this.turnRunning ? "The agent is working… (Esc or Stop to cancel)"
+        : this.turnRunning ? (PHONE.matches ? "Agent is working…" : "The agent is working… (Esc or Stop to cancel)")
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
     if (hadFocus && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
