@@ -200,7 +200,7 @@ def test_repository_scope_rejected_write_and_mode_line(
     page.get_by_role("button", name="Reject", exact=True).click()
     wait_turns(page, 1)
     card = page.locator(".tool.card").filter(has_text="Write rejected.txt")
-    expect(card.locator(".badge-not-applied")).to_be_visible()
+    expect(card.locator(".not-applied-badge")).to_be_visible()
     expect(card.locator("figure.diff.not-applied")).to_be_visible()
     expect(card.locator(".tool-section-label").filter(has_text="not applied")).to_have_count(1)
     assert not (proj / "rejected.txt").exists()

@@ -264,7 +264,7 @@ export class Transcript {
     const title = h("span.tool-title");
     const status = h("span.badge");
     const time = h("span.tool-time");
-    const notApplied = h("span.badge.badge-not-applied", { hidden: true }, "not applied");
+    const notApplied = h("span.not-applied-badge", { hidden: true }, "not applied");
     const body = h("div.tool-body");
     const node = this.append(h("details.tool.card", { dataset: { key, toolCallId: content.toolCallId } },
       h("summary", {}, kind, title, time, notApplied, status), body));
