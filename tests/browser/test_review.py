@@ -127,6 +127,7 @@ def test_review_revert_comment_send_merge(module_server: SharedServer, open_page
     expect(prompt).to_contain_text("long.txt:2")
     expect(prompt).to_contain_text("> line 2 changed")
     expect(prompt).to_contain_text("Say which line changed and why.")
+    expect(page.locator(".review-note")).to_contain_text("Reverted in review: long.txt (hunk 2)")
     wait_turns(page, 2)
 
     # commit and merge; the merged state shows, with the commit and the branch

@@ -83,6 +83,13 @@ def test_failed_runs_have_a_colour_of_their_own(
     legend = page.locator("#usage-status .chart-legend li").filter(has_text="failed")
     expect(legend.locator(".swatch")).to_have_class("swatch st-failed")
     docs_shot(page, "edges-usage")
+    # on a phone the axis text keeps a readable size
+    phone = open_page(f"{module_server.url}/#/usage", **PHONE)
+    axis = phone.locator("#usage-status svg text.chart-axis").first
+    expect(axis).to_be_visible()
+    assert axis.bounding_box()["height"] >= 9, axis.bounding_box()
+    phone_width = phone.evaluate("() => document.documentElement.clientWidth")
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= phone_width
 
 
 def test_timeline_opens_wide_and_a_run_without_tools_says_so(

@@ -109,7 +109,15 @@ def test_reads_are_confined(
     assert_error(response, 404, "ref_not_found")
     response = wt_client.get(f"/api/sessions/{sid}/tree", params={"ref": "--output=/tmp/x"})
     assert_error(response, 422, "validation_error")
-    assert_error(wt_client.get(f"/api/sessions/{'0' * 8}-0000-0000-0000-{'0' * 12}/tree"), 404)
+    unknown = f"/api/sessions/{'0' * 8}-0000-0000-0000-{'0' * 12}"
+    assert_error(wt_client.get(f"{unknown}/tree"), 404, "session_not_found")
+    assert_error(wt_client.get(f"{unknown}/file", params={"path": "x"}), 404, "session_not_found")
+    response = wt_client.post(f"{unknown}/changes/revert", json={"path": "x"})
+    assert_error(response, 404, "session_not_found")
+    comment = {"path": "x", "line": 1, "side": "new", "body": "x"}
+    response = wt_client.post(f"{unknown}/review", json={"comments": [comment]})
+    assert_error(response, 404, "session_not_found")
+    assert_error(wt_client.get("/api/sessions/not-a-uuid/tree"), 422)
 
 
 def test_revert_one_hunk_then_a_whole_file(wt_client: TestClient, proj_id: str, proj: Path) -> None:
@@ -150,6 +158,17 @@ def test_revert_one_hunk_then_a_whole_file(wt_client: TestClient, proj_id: str, 
     assert not (path / "added.txt").exists()
     assert (path / "README.md").read_text() == "# Proj\n"
     assert wt_client.get(f"/api/sessions/{sid}/changes").json()["files"] == []
+
+
+def test_reverting_an_added_symlink_removes_the_link_only(
+    wt_client: TestClient, proj_id: str
+) -> None:
+    sid, path = worktree(wt_client, proj_id)
+    os.symlink("README.md", path / "link.md")
+    response = wt_client.post(f"/api/sessions/{sid}/changes/revert", json={"path": "link.md"})
+    assert response.status_code == 200, response.text
+    assert not os.path.lexists(path / "link.md")
+    assert (path / "README.md").read_text() == "# Proj\n"
 
 
 def test_revert_refusals(wt_client: TestClient, proj_id: str, proj: Path) -> None:

@@ -11,7 +11,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from agent_bridge import Workspace
@@ -173,9 +173,13 @@ def _base_blob(workspace: Path, base: str, path: str) -> bytes | None:
 
 
 def _remove(workspace: Workspace, path: str) -> None:
-    real = workspace.resolve(path)
-    if real.is_file() or real.is_symlink():
-        os.unlink(real)
+    """Remove the file at ``path`` itself: a symlink goes, never what it points at (the
+    parent is resolved and confined, the last name is not followed)."""
+    pure = PurePosixPath(path)
+    parent = workspace.resolve(str(pure.parent) if str(pure.parent) != "." else ".")
+    target = parent / pure.name
+    if target.is_symlink() or target.is_file():
+        os.unlink(target)
 
 
 def _revert(

@@ -467,6 +467,10 @@ export function attachChanges(view) {
       review?.setSession(s);
       view.files.setSession(s);
     },
+    /** A turn ended: what the review shows may have changed. */
+    turnEnded() {
+      if (current === "review") review?.load();
+    },
     /** The branch, for the header's meta line. */
     branchLabel(s) {
       const branch = s?.workspace?.branch;

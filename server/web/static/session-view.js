@@ -189,6 +189,7 @@ export class SessionView {
         if (this.live) announce(`Turn ${content.status}`);
       }
       if (this.awaitingRun === content.runId) this.awaitingRun = false;
+      if (this.live && content.status !== "running") this.changesUi.turnEnded();
       if (!this.runsPanel.hidden && this.live) this.runs?.load();
     } else if (content.type === "status") {
       this.setSession({ ...this.session, status: content.status });

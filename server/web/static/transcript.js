@@ -84,6 +84,9 @@ export class Transcript {
       case "controls":
         this.addControls(message, content);
         break;
+      case "review":
+        this.addReview(message, content);
+        break;
       case "elicitation":
         if (content.outcome && SHOWN_MODES.includes(content.mode)) this.append(elicitationNote(content));
         break;
@@ -347,6 +350,18 @@ export class Transcript {
       h("span.note-mark", { "aria-hidden": "true" }, "⚙"),
       parts.map(([name, value], i) => [i ? "; " : "", `${name} set to `, h("strong", {}, value)]),
       ` ${by} · `,
+      h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp))));
+  }
+
+  /** A change a person undid in review. */
+  addReview(message, content) {
+    if (content.action !== "revert") return;
+    this.closeAll();
+    const hunks = Array.isArray(content.hunks) && content.hunks.length
+      ? ` (hunk${content.hunks.length === 1 ? "" : "s"} ${content.hunks.map((i) => i + 1).join(", ")})` : "";
+    this.append(h("div.note.review-note", {},
+      h("span.note-mark", { "aria-hidden": "true" }, "↶"),
+      `Reverted in review: `, h("code", {}, content.path || ""), hunks, " · ",
       h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp))));
   }
 

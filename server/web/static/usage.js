@@ -140,7 +140,8 @@ export class UsagePage {
     // the charts' drawing width as shown: on a phone the axis text keeps a readable size
     const width = Math.max(300, Math.min(600, Math.round((this.body.clientWidth || 600) * (window.innerWidth <= 760 ? 1 : 0.6)) - 30));
     const section = (id, title, chart, tableNode, note = null) => h(`section.usage-card#${id}`, { "aria-labelledby": `${id}-title` },
-      h(`h3#${id}-title`, {}, title), note, h("div.usage-pair", {}, chart, h("div.table-wrap", {}, tableNode)));
+      h(`h3#${id}-title`, {}, title), note,
+      h("div.usage-pair", {}, chart, tableNode.querySelector("tbody tr") ? h("div.table-wrap", {}, tableNode) : null));
     const cost = withData(costSeries);
     const tokens = withData(tokenSeries);
     const statuses = withData(statusSeries);
