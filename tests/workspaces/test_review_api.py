@@ -210,8 +210,10 @@ def test_review_comments_become_one_prompt(wt_client: TestClient, proj_id: str, 
         ],
         "text": "Thanks!",
     }
+    body["comments"][0]["line"] = 5.0  # type: ignore[index] # JSON Schema's integer
     response = wt_client.post(f"/api/sessions/{sid}/review", json=body)
     assert response.status_code == 202, response.text
+    body["comments"][0]["line"] = 5  # type: ignore[index]
     run_id = response.json()["runId"]
     user = wait_for_message(wt_client, sid, lambda m: m["role"] == "user")
     assert user["runId"] == run_id

@@ -1,6 +1,6 @@
 """API.md "Review": reading the workspace (or a commit) file by file, reverting a file or
-some hunks of it back to ``baseCommit``, sending line comments to the agent as one
-prompt, and recording a merge on the session (``Workspace.merged``).
+some hunks of it back to ``baseCommit``, and sending line comments to the agent as one
+prompt (``Workspace.merged`` is ``merged``'s).
 
 Every path a client names goes through the session's ``Workspace`` (the workspace now) or
 ``tree.relative_path`` (a commit): outside is 403 ``path_outside_workspace``, logged."""
@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
@@ -48,26 +49,23 @@ RAW_LIMIT = 10 * 1024 * 1024  # ``raw=true``: the largest file served at all
 Side = Literal["new", "old"]
 
 
+@dataclass(slots=True)
 class Comment:
-    """One line comment of a review request (already checked for shape)."""
+    """One line comment of a review request (already checked for shape); ``path`` becomes
+    relative to the workspace once confined."""
 
-    __slots__ = ("body", "line", "path", "side")
-
-    def __init__(self, path: str, line: int, side: Side, body: str) -> None:
-        self.path = path
-        self.line = line
-        self.side = side
-        self.body = body
+    path: str
+    line: int
+    side: Side
+    body: str
 
 
+@dataclass(frozen=True, slots=True)
 class FileRead:
     """What ``GET …/file`` answers: the bytes and whether they are text."""
 
-    __slots__ = ("binary", "data")
-
-    def __init__(self, data: bytes, binary: bool) -> None:
-        self.data = data
-        self.binary = binary
+    data: bytes
+    binary: bool
 
 
 async def _context(hub: Hub, session_id: str) -> tuple[SessionRecord, Path, Path]:

@@ -7,17 +7,39 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.sessions.workspaces import review
-from server.web.bodies import read_struct
+from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
-from server.web.requests import query_bool, session_id_param
+from server.web.requests import query_bool, read_json, session_id_param
 from server.web.review_bodies import RevertBody, ReviewBody
 from server.web.state import app_state
 
 __all__ = ["routes"]
 
 _TEXT = "text/plain; charset=utf-8"
+
+
+def _whole(value: JsonValue) -> JsonValue:
+    """JSON Schema's integer includes 3.0; the decoder's int does not: whole floats become
+    ints (anything else stays, for the decoder to refuse)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _integers(body: JsonObject) -> JsonObject:
+    """``hunks`` items and each comment's ``line`` as ints where they are whole numbers."""
+    hunks = body.get("hunks")
+    if isinstance(hunks, list):
+        body["hunks"] = [_whole(h) for h in hunks]
+    comments = body.get("comments")
+    if isinstance(comments, list):
+        for comment in comments:
+            if isinstance(comment, dict) and "line" in comment:
+                comment["line"] = _whole(comment["line"])
+    return body
 
 
 def _ref(request: Request) -> str | None:
@@ -51,7 +73,8 @@ async def revert(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
-    body = await read_struct(request, RevertBody, state.settings.max_body_bytes)
+    raw = await read_json(request, state.settings.max_body_bytes)
+    body = decode(_integers(raw), RevertBody)
     found = await review.revert(state.hub, session_id, body.path, body.hunks)
     return JSONResponse(found)
 
@@ -60,7 +83,8 @@ async def send_review(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     await state.hub.get_record(session_id)
-    body = await read_struct(request, ReviewBody, state.settings.max_body_bytes)
+    raw = await read_json(request, state.settings.max_body_bytes)
+    body = decode(_integers(raw), ReviewBody)
     comments = [review.Comment(c.path, c.line, c.side, c.body) for c in body.comments]
     run_id = await review.review_prompt(
         state.hub, session_id, comments, body.text, state.settings.max_prompt_bytes

@@ -40,10 +40,11 @@ function empty(title) {
  * Columns, one per label, each stacked from its series. `width`: the drawing's width in
  * px as shown (a phone's is narrower: the axis text keeps its size, fewer days are named).
  * @param {{labels: string[], series: {name: string, values: number[], cls?: string}[],
- *   format?: (n: number) => string, title: string, height?: number, width?: number}} spec
+ *   format?: (n: number) => string, axis?: (n: number) => string, title: string,
+ *   height?: number, width?: number}} spec
  * @returns {HTMLElement}
  */
-export function stackedColumns({ labels, series, format = String, title, height = 180, width = 600 }) {
+export function stackedColumns({ labels, series, format = String, axis = format, title, height = 180, width = 600 }) {
   const left = 74, top = 8, bottom = 22;
   if (!series.some((s) => s.values.some((v) => v > 0))) return empty(title);
   const plotH = height - top - bottom;
@@ -62,7 +63,7 @@ export function stackedColumns({ labels, series, format = String, title, height 
     const y = top + plotH * (1 - frac);
     root.append(svg("line", { x1: left, x2: width - 8, y1: y, y2: y, class: "chart-grid" }));
     const label = svg("text", { x: left - 6, y: y + 4, class: "chart-axis", "text-anchor": "end" });
-    label.textContent = format(max * frac);
+    label.textContent = axis(max * frac);
     root.append(label);
   }
   labels.forEach((name, i) => {

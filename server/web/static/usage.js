@@ -124,6 +124,8 @@ export class UsagePage {
     const currencies = [...new Set(days.buckets.flatMap((b) => (b.cost || []).map((c) => c.currency)))];
     const currency = currencies.includes("USD") ? "USD" : currencies[0] || "USD";
     const money = (n) => `${n.toFixed(n >= 1 ? 2 : 4)} ${currency}`;
+    // the axis of small amounts in two significant digits: 0.00005, not 0.0000
+    const axisMoney = (n) => (n === 0 ? `0 ${currency}` : n >= 1 ? money(n) : `${Number(n.toPrecision(2))} ${currency}`);
     const byDay = (buckets, pick) => {
       const map = new Map(buckets.map((b) => [b.key, b]));
       return labels.map((d) => (map.has(d) ? pick(map.get(d)) : 0));
@@ -147,7 +149,7 @@ export class UsagePage {
     const statuses = withData(statusSeries);
     clear(this.body,
       section("usage-cost", `Cost per day (${currency})`,
-        stackedColumns({ labels, series: cost, format: money, title: `Cost per day in ${currency}, by agent`, width }),
+        stackedColumns({ labels, series: cost, format: money, axis: axisMoney, title: `Cost per day in ${currency}, by agent`, width }),
         table(`Cost per day in ${currency}`, ["Day", ...cost.map((s) => s.name)], dayRows(cost, money)),
         currencies.length > 1 ? h("p.muted.small", {}, `Also charged in ${currencies.filter((c) => c !== currency).join(", ")}: see the CSV.`) : null),
       section("usage-tokens", "Tokens per day (input + output)",
