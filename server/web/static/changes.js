@@ -407,8 +407,8 @@ export class ReviewView {
  * @param {{sessionId: string, root: HTMLElement, rewind: (seq: number, text: string | null, restoreFiles: boolean) => Promise<void>, refresh: () => void, conversation: HTMLElement, files: {open: (path: string, line?: number | null, ref?: string | null) => void, setSession: (s: object) => void, show: () => void}}} view
  */
 export function attachChanges(view) {
-  const pane = h("section.review-pane", { id: `review-${view.sessionId}`, hidden: true, "aria-label": "Review" });
-  const filesPane = h("section.files-pane", { id: `files-${view.sessionId}`, hidden: true, "aria-label": "Files" });
+  const pane = h("section.review-pane", { id: `review-${view.sessionId}`, role: "tabpanel", hidden: true, "aria-label": "Review" });
+  const filesPane = h("section.files-pane", { id: `files-${view.sessionId}`, role: "tabpanel", hidden: true, "aria-label": "Files" });
   /** @type {ReviewView | null} */
   let review = null;
   let session = null;
@@ -423,7 +423,18 @@ export function attachChanges(view) {
   };
   const count = h("span.tab-count");
   tabs.review.append(count);
-  const bar = h("div.session-tabs", { role: "tablist", "aria-label": "Session views" }, Object.values(tabs));
+  const bar = h("div.session-tabs", {
+    role: "tablist", "aria-label": "Session views",
+    onkeydown: (event) => { // arrows move between the tabs, as a tablist's do
+      if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
+      const shown = Object.values(tabs).filter((t) => !t.hidden);
+      const at = shown.indexOf(/** @type {HTMLElement} */ (document.activeElement));
+      if (at < 0) return;
+      const next = shown[(at + (event.key === "ArrowRight" ? 1 : shown.length - 1)) % shown.length];
+      next.focus();
+      next.click();
+    },
+  }, Object.values(tabs));
   const ensure = () => {
     if (!review) {
       review = new ReviewView(pane, view.sessionId, {
