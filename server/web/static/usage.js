@@ -156,7 +156,7 @@ export class UsagePage {
         stackedColumns({ labels, series: tokens, format: (n) => count(Math.round(n)), title: "Tokens per day by agent", width }),
         table("Tokens per day", ["Day", ...tokens.map((s) => s.name)], dayRows(tokens, count))),
       section("usage-status", "Runs by status",
-        stackedColumns({ labels, series: statuses, format: (n) => count(Math.round(n)), title: "Runs per day by status", width }),
+        stackedColumns({ labels, series: statuses, format: (n) => count(Math.round(n)), axis: (n) => (Number.isInteger(n) ? count(n) : n.toFixed(1)), title: "Runs per day by status", width }),
         table("Runs per day by status", ["Day", ...statuses.map((s) => s.name)], dayRows(statuses, count))),
       section("usage-slow", "Slowest tools (p95)",
         horizontalBars({ rows: slow.map((t) => ({ name: t.label, value: t.durationMs.p95 })), format: duration, title: "Slowest tools by 95th percentile" }),
