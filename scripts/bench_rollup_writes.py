@@ -7,7 +7,7 @@ into fresh migrated databases: once with the stats triggers as migrated, once wi
 dropped. Phases: ``tools`` (each call: insert pending, update in_progress, two output
 updates, update completed; 5 % end in error), ``text`` (message rows and session activity:
 no trigger on those tables, the control) and ``runs`` (a run row inserted, then completed).
-Prints the best of ``--repeat`` rounds per phase and variant. Figures go in the README.
+Prints the best of ``--repeat`` rounds per phase and variant. Figures go in docs/performance.md.
 """
 
 from __future__ import annotations
