@@ -31,8 +31,8 @@ from store.message_row import MessageRow
 
 log = logging.getLogger("agent_sessions.ws")
 
-# Messages per replay page: one read transaction and one socket write each (~0.5 MB of
-# frames for flood text chunks).
+# Messages per replay page: one read transaction and one socket write each (under a
+# megabyte of frames for flood text chunks).
 REPLAY_PAGE = 2000
 CLOSE_SECONDS = 5.0  # the most an oversized frame's 1009 waits for the socket
 CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
