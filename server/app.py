@@ -103,8 +103,8 @@ def ui_routes(directory: Path) -> list[Route]:
 
 
 def openapi_route() -> Route:
-    """``GET /openapi.json``; the document's modules load on its first request (~30 ms
-    less start-up)."""
+    """``GET /openapi.json``; the document's modules load on its first request, not
+    during every start-up."""
 
     async def endpoint(request: Request) -> Response:
         from server.web.openapi import openapi_json

@@ -215,16 +215,6 @@ def test_the_session_domain_imports_no_web_framework() -> None:
     assert offenders == set()
 
 
-def test_no_module_is_over_400_lines() -> None:
-    long = {
-        f"{path.relative_to(ROOT)}: {n}"
-        for package in PACKAGES
-        for path in modules(package)
-        if (n := len(path.read_text().splitlines())) > 400
-    }
-    assert long == set()
-
-
 def test_no_process_is_started_with_preexec_fn() -> None:
     """preexec_fn is unsafe once threads exist (aiosqlite, to_thread): agents and
     terminals start through agent_bridge.spawn's exec wrapper instead."""

@@ -35,7 +35,7 @@ from store import SessionRecord, utcnow
 from store import messages as message_store
 from store import replay as replay_store
 from store import repos as repo_store
-from store.messages import MessageRow
+from store.messages import MessageValues
 
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
@@ -289,7 +289,7 @@ async def import_archive(
         needs_context=False,
         meta=meta,
     )
-    rows: list[MessageRow] = [
+    rows: list[MessageValues] = [
         {**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows
     ]
 

@@ -24,7 +24,7 @@ from server.sessions.workspaces import service as workspace_service
 from store import Message, SessionRecord, utcnow
 from store import messages as message_store
 from store import sessions as session_store
-from store.messages import MessageRow
+from store.messages import MessageValues
 
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
@@ -60,7 +60,7 @@ async def session_transcript(hub: Hub, session_id: str, upto: int | None) -> lis
 # -- fork ----------------------------------------------------------------------------------
 
 
-def _copy_row(message: Message, session_id: str, seq: int) -> MessageRow:
+def _copy_row(message: Message, session_id: str, seq: int) -> MessageValues:
     return {
         "id": str(uuid.uuid4()),
         "session_id": session_id,

@@ -13,7 +13,7 @@ import anyio
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Cost, ToolContent
 from store import utcnow
-from store.hot_writes import ToolCallInsert, ToolCallUpdate
+from store.hot_batch import ToolCallInsert, ToolCallUpdate
 from store.runs import ToolCallValues
 
 __all__ = ["ToolBook", "Turn"]

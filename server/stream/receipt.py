@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from store.hot_writes import MessageRow, message_dict
+from store.message_row import MessageRow, message_dict
 
 __all__ = ["Draft", "Op", "Receipt"]
 
@@ -44,7 +44,7 @@ class Receipt:
         created_at: datetime | None = None,
     ) -> None:
         self.session_id = session_id
-        self.rows = rows  # pre-encoded, in the hot path's column order
+        self.rows = rows  # their JSON encoded once, at submit
         self.ops = ops
         self.created_at = created_at
         self.error: BaseException | None = None
