@@ -92,8 +92,8 @@ def processes_with_env(marker: str) -> list[int]:
 
 
 def live_agent_pid(client: TestClient, session_id: str) -> int:
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    return int(hub.live[session_id].client.connection.process.pid)
+    sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+    return int(sessions.registry[session_id].client.connection.process.pid)
 
 
 def create_session(client: TestClient, repo_id: str, **body: Any) -> dict[str, Any]:

@@ -12,20 +12,17 @@ message, so the change is never silent).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
-
-import anyio
+from functools import partial
+from typing import TYPE_CHECKING
 
 from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Change, ChangedBy, ControlsContent, ControlsView, as_json
 from server.sessions.controls import Chosen, ControlsState, chosen_of
 from server.sessions.errors import Conflict, DomainError, Invalid
-from server.sessions.status import log_active_count
 from server.sessions.translate import Output
 from server.stream.writer import Draft
-from store import sessions as session_store
+from store.operations import StoreControls
 
 if TYPE_CHECKING:
     from server.sessions.live_session import LiveSession
@@ -34,29 +31,29 @@ __all__ = ["after_start", "apply_create_choices", "from_agent", "set_config", "s
 
 log = logging.getLogger("agent_sessions.controls")
 
-Op = Callable[[Any], Awaitable[None]]
-
 
 def _state(live: LiveSession) -> ControlsState:
     return live.translator.controls
 
 
-def _persist(live: LiveSession, chosen: Chosen | None) -> Op:
+def _view(state: ControlsState) -> JsonObject:
+    return as_json(state.view())
+
+
+def _merge(chosen: Chosen, stored: object) -> JsonObject:
+    """The kept choices: the stored ones with ``chosen`` over them."""
+    kept = chosen_of(stored)
+    if "modeId" in chosen:
+        kept["modeId"] = chosen["modeId"]
+    if "config" in chosen:
+        kept["config"] = {**kept.get("config", {}), **chosen["config"]}
+    return dict(kept)
+
+
+def _persist(live: LiveSession, chosen: Chosen | None) -> StoreControls:
     """An op that stores the controls as they are when it runs, and merges ``chosen``."""
-
-    async def store(db: Any) -> None:
-        values: JsonObject = {"controls": as_json(_state(live).view())}
-        if chosen:
-            record = await session_store.get_session(db, live.id)
-            kept = chosen_of(record.agent_config if record else None)
-            if "modeId" in chosen:
-                kept["modeId"] = chosen["modeId"]
-            if "config" in chosen:
-                kept["config"] = {**kept.get("config", {}), **chosen["config"]}
-            values["agent_config"] = dict(kept)
-        await session_store.update_session(db, live.id, **values)
-
-    return store
+    merge = partial(_merge, chosen) if chosen else None
+    return StoreControls(live.id, partial(_view, _state(live)), merge)
 
 
 def _chosen_now(state: ControlsState, change: str) -> Chosen:
@@ -67,12 +64,14 @@ def _chosen_now(state: ControlsState, change: str) -> Chosen:
     return {}
 
 
-def from_agent(live: LiveSession, outputs: list[Output]) -> tuple[list[Output], list[Op]]:
+def from_agent(
+    live: LiveSession, outputs: list[Output]
+) -> tuple[list[Output], list[StoreControls]]:
     """The agent changed its controls (``controls`` outputs of the translator): store them
     and keep the new values. While a client's change is on its way, the agent's echo of
     it is not a message of its own (the client's change makes one); what comes before
     the start is done is part of the session's first controls, not a change."""
-    ops: list[Op] = []
+    ops: list[StoreControls] = []
     kept: list[Output] = []
     for out in outputs:
         content = out.content
@@ -203,19 +202,9 @@ async def apply_create_choices(
     live: LiveSession, mode_id: str | None, config: dict[str, JsonValue]
 ) -> None:
     """``modeId`` and ``config`` of a create request, right after session/new. A choice
-    the agent does not offer (422) discards the session: it was never created."""
-    try:
-        if mode_id is not None:
-            await set_mode(live, mode_id)
-        for config_id, value in config.items():
-            await set_config(live, config_id, value)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await live.stop("cancelled")
-
-            async def delete(db: Any) -> None:
-                await session_store.delete_session(db, live.id)
-
-            await live.services.writer.submit(None, (), [delete]).wait()
-            await log_active_count(live.services, "session refused: controls", live.id)
-        raise
+    the agent does not offer (422) makes the caller discard the session: it was never
+    created."""
+    if mode_id is not None:
+        await set_mode(live, mode_id)
+    for config_id, value in config.items():
+        await set_config(live, config_id, value)

@@ -24,6 +24,7 @@ from server.sessions.translate import Output, Translator
 from server.sessions.turn import Turn
 from server.stream.writer import Draft, new_id
 from store import utcnow
+from store.operations import WriteOp
 
 __all__ = ["LiveBase"]
 
@@ -59,10 +60,10 @@ class LiveBase:
     async def _cancel_turn(self, turn: Turn) -> None:
         raise NotImplementedError  # TurnRunner's
 
-    def _stage(self, outputs: list[Output], turn: Turn | None) -> tuple[list[Draft], list[Any]]:
+    def _stage(self, outputs: list[Output], turn: Turn | None) -> tuple[list[Draft], list[WriteOp]]:
         """Outputs → drafts for the writer, plus tool-call bookkeeping ops."""
         drafts: list[Draft] = []
-        ops: list[Any] = []
+        ops: list[WriteOp] = []
         run_id = turn.run_id if turn else None
         for out in outputs:
             draft = Draft(out.role, out.stored, out.raw, run_id, turn.step_number if turn else None)
@@ -81,7 +82,7 @@ class LiveBase:
             self._tg.start_soon(func, *args)
 
     def _ask(
-        self, pending: PendingRequest, outputs: list[Output], ops: list[Any] | None = None
+        self, pending: PendingRequest, outputs: list[Output], ops: list[WriteOp] | None = None
     ) -> None:
         """Register a question and store its message (``outputs`` end with it)."""
         turn = self.turn

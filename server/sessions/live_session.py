@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -39,7 +38,7 @@ from server.sessions.turn_runner import TurnRunner
 from server.sessions.workspaces.service import session_root
 from server.stream.writer import Draft
 from store import SessionRecord
-from store import sessions as session_store
+from store.operations import SetTitle, WriteOp
 
 __all__ = ["LiveSession", "Restore"]
 
@@ -208,7 +207,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             return
         writer = self.services.writer
         drafts: list[Draft] = []
-        ops: list[Any] = []
+        ops: list[WriteOp] = []
         for update, raw in updates:
             turn = self.turn
             try:
@@ -236,7 +235,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         raw: JsonObject,
         turn: Turn | None,
         drafts: list[Draft],
-        ops: list[Any],
+        ops: list[WriteOp],
     ) -> None:
         """Translate one update; add its drafts and ops (in order) to the batch's."""
         outputs, control_ops = agent_controls.from_agent(
@@ -254,10 +253,5 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         drafts += staged
         ops += tool_ops
         if kind == "session_info_update" and isinstance(update.get("title"), str):
-            title = update["title"]
-
-            async def set_title(db: Any) -> None:
-                await session_store.update_session(db, self.id, title=title)
-
-            ops.append(set_title)
+            ops.append(SetTitle(self.id, update["title"]))
         ops += control_ops

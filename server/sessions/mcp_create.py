@@ -1,26 +1,19 @@
 """A create request's MCP servers: checked by name before the session exists, and the
-session discarded (422) when its agent cannot take one of them (``http``/``sse`` without
+session refused (422) when its agent cannot take one of them (``http``/``sse`` without
 the matching ``mcpCapabilities``)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import anyio
+from typing import TYPE_CHECKING
 
 from server.sessions.errors import Invalid
 from server.sessions.mcp_servers import McpServer, check_names
-from server.sessions.status import log_active_count
-from store import sessions as session_store
 
 if TYPE_CHECKING:
     from server.sessions.live_session import LiveSession
 
-__all__ = ["create_mcp_names", "refuse_unsupported_mcp"]
-
-log = logging.getLogger("agent_sessions.sessions")
+__all__ = ["create_mcp_names", "mcp_refusal"]
 
 
 def create_mcp_names(catalog: Mapping[str, McpServer], value: object) -> tuple[str, ...]:
@@ -32,21 +25,13 @@ def create_mcp_names(catalog: Mapping[str, McpServer], value: object) -> tuple[s
     return tuple(check_names(catalog, value))
 
 
-async def refuse_unsupported_mcp(live: LiveSession) -> None:
-    """The agent started without some of the session's MCP servers (it takes no such
-    transport): stop it and delete the session, it was never created (422)."""
+def mcp_refusal(live: LiveSession) -> Invalid | None:
+    """The refusal when the agent started without some of the session's MCP servers (it
+    takes no such transport); the caller discards the session (it was never created)."""
     if not live.mcp_refused:
-        return
+        return None
     refused = list(live.mcp_refused)
-    with anyio.CancelScope(shield=True):
-        await live.stop("cancelled")
-
-        async def delete(db: Any) -> None:
-            await session_store.delete_session(db, live.id)
-
-        await live.services.writer.submit(None, (), [delete]).wait()
-        await log_active_count(live.services, "session refused: MCP servers", live.id)
-    raise Invalid(
+    return Invalid(
         "The agent does not take these MCP servers' transport (its mcpCapabilities): "
         + ", ".join(refused),
         "mcp_transport_not_supported",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable
-from datetime import datetime
-from typing import Any
 
 import anyio
 
@@ -16,10 +14,10 @@ from server import metrics
 from server.contents import PermissionContent, as_json
 from server.sessions.errors import Invalid
 from server.sessions.live_base import LiveBase
-from server.sessions.pending import PendingRequest, RequestKind, StoreOp
+from server.sessions.pending import PendingRequest, RequestKind
 from server.sessions.translate import Output
-from store import permissions as permission_store
 from store import utcnow
+from store.operations import DecidePermission, InsertPermission
 
 __all__ = ["PERMISSION", "PermissionGate"]
 
@@ -39,20 +37,13 @@ def _reject_or_cancel(pending: PendingRequest) -> JsonObject:
     return {"outcome": "selected", "optionId": reject["optionId"]}
 
 
-def _record(request_id: str, outcome: JsonObject, when: datetime) -> StoreOp:
-    async def record(db: Any) -> None:
-        await permission_store.decide_permission(db, request_id, outcome, when)
-
-    return record
-
-
 PERMISSION = RequestKind(
     name="permission",
     answered_code="permission_already_decided",
     answered_message="This permission request was already answered.",
     cancelled={"outcome": "cancelled"},
     on_timeout=_reject_or_cancel,
-    record=_record,
+    record=DecidePermission,
     observe_wait=metrics.PERMISSION_WAIT_SECONDS.observe,
 )
 
@@ -84,13 +75,8 @@ class PermissionGate(LiveBase):
         outputs.append(Output("system", content, raw))
         run_id = turn.run_id if turn else None
         pending = PendingRequest(PERMISSION, request_id, run_id, call_id, as_json(content))
-
-        async def insert_permission(db: Any) -> None:
-            await permission_store.insert_permission(
-                db, request_id, self.id, run_id, call_id, content["options"], utcnow()
-            )
-
-        self._ask(pending, outputs, [insert_permission])
+        asked = InsertPermission(request_id, self.id, run_id, call_id, content["options"], utcnow())
+        self._ask(pending, outputs, [asked])
         if turn is not None and turn.over_budget() and not turn.paused:
             turn.paused = True
             self._tg_start(self._cancel_turn, turn)

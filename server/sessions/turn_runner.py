@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 import anyio
 
@@ -24,8 +23,7 @@ from server.sessions.turn import Turn
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
-from store import runs as run_store
-from store import sessions as session_store
+from store.operations import CloseRun, KeepAttachments, OpenRun, WriteOp
 
 __all__ = ["TurnRunner"]
 
@@ -82,18 +80,13 @@ class TurnRunner(LiveBase):
                 created_at=now,
             )
 
-            async def store_run(db: Any) -> None:
-                db.add(run)
-                await db.flush()
-                await session_store.update_session(
-                    db, self.id, active_run_id=run_id, needs_context=False
-                )
-
             drafts = [
                 Draft("user", as_json(user), run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
-            ops = [content.store, store_run] if content else [store_run]
+            ops: list[WriteOp] = [OpenRun(run)]
+            if content:
+                ops.insert(0, KeepAttachments(content.attachments))
             await self.services.writer.submit(self.id, drafts, ops).wait()
         except BaseException:
             self.turn = None
@@ -171,14 +164,12 @@ class TurnRunner(LiveBase):
             "error_message": error,
         }
 
-        async def close_run(db: Any) -> None:
-            await run_store.update_run(db, turn.run_id, **values)
-            await session_store.update_session(db, self.id, active_run_id=None)
-
         tools = self.translator.tools.values()
         failures = sum(1 for t in tools if tool_status(t.fields.get("status")) == "error")
         try:
-            await self.services.writer.submit(self.id, drafts, [*ops, close_run]).wait()
+            await self.services.writer.submit(
+                self.id, drafts, [*ops, CloseRun(self.id, turn.run_id, values)]
+            ).wait()
             metrics.observe_run(self.agent_id, status, turn.usage, turn.cost(), failures)
         finally:
             self.turn = None

@@ -27,7 +27,7 @@ from server.stream.broker import Broker
 from server.stream.clock import now_and_stamp
 from server.stream.frames import stored_frames
 from server.stream.ids import new_id, new_ids
-from server.stream.receipt import Draft, Op, Receipt
+from server.stream.receipt import Draft, Receipt
 from store import Database
 from store import messages as message_store
 from store import sessions as session_store
@@ -38,6 +38,7 @@ from store.hot_writes import (
     hot_writer_for,
     message_dict,
 )
+from store.operations import WriteOp
 
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
@@ -101,7 +102,7 @@ class Writer:
     # -- submitting -------------------------------------------------------------------
 
     def submit(
-        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[Op] = ()
+        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[WriteOp] = ()
     ) -> Receipt:
         """Queue ``drafts`` (and ``ops`` run in the same transaction, after the insert).
         Never waits; call ``wait_capacity`` before a flood of submits."""

@@ -100,14 +100,14 @@ def test_detached_descendants_die_with_their_session(
         daemons = {sid: pid_from(path) for sid, path in ((keep, keep_pid), (end, end_pid))}
         assert all(alive(pid) for pid in daemons.values())
         assert os.getsid(daemons[end]) != os.getsid(live_agent_pid(client, end))  # detached
-        hub = client.app.state.agent_sessions.hub
-        sweep = hub.orphans.sweep
-        assert client.portal.call(sweep, lambda: set(hub.live)) == []  # both live: kept
+        sessions = client.app.state.agent_sessions.sessions
+        sweep = sessions.supervisor.orphans.sweep
+        assert client.portal.call(sweep, lambda: set(sessions.registry)) == []  # both live: kept
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
         assert processes_with_env(f"{SESSION_ENV}={end}\0") == []  # its guard too
-        base = hub.cgroups.base
+        base = sessions.services.cgroups.base
         assert (base is None) is (cgroups == "off" or not any(map(usable, KINDS)))
         if base is not None:  # the ended agent's cgroup is removed, the live one's kept
             assert [p.name for p in base.iterdir() if p.is_dir()] == [
@@ -135,7 +135,7 @@ def test_a_terminals_detached_descendants_die_with_the_session(
         terminal, daemon = terminal_pids(folder)
         agent = live_agent_pid(client, sid)
         assert os.getsid(daemon) not in (agent, terminal) and alive(terminal) and alive(daemon)
-        base = client.app.state.agent_sessions.hub.cgroups.base
+        base = client.app.state.agent_sessions.sessions.services.cgroups.base
         if base is not None:
             procs = (base / str(agent) / "cgroup.procs").read_text().split()
             assert {str(agent), str(terminal), str(daemon)} <= set(procs)
