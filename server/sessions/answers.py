@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject
-from server.sessions.elicitation_gate import ELICITATION
+from server.sessions.elicitations import ELICITATION
 from server.sessions.live_session import LiveSession
 from server.sessions.pending import RequestKind
-from server.sessions.permission_gate import PERMISSION
+from server.sessions.permissions import PERMISSION
 from server.sessions.records import get_record
 from server.sessions.registry import Registry
 from store import Database
@@ -56,7 +56,7 @@ async def answer_permission(
         PERMISSION,
         session_id,
         request_id,
-        lambda live: live.answer_permission(request_id, option_id),
+        lambda live: live.questions.answer_permission(request_id, option_id),
         was_asked,
     )
 
@@ -73,7 +73,7 @@ async def answer_elicitation(
     outcome: JsonObject = {}
 
     def decide(live: LiveSession) -> anyio.Event:
-        committed, given = live.answer_elicitation(request_id, action, content)
+        committed, given = live.questions.answer_elicitation(request_id, action, content)
         outcome.update(given)
         return committed
 

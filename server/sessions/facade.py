@@ -23,7 +23,7 @@ from agent_bridge import AgentCgroups
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.cluster import Cluster
 from server.contents import ControlsView
-from server.sessions import agent_controls, answers, archive, history
+from server.sessions import answers, archive, history
 from server.sessions.agents import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.controls import ControlsState, empty_controls
 from server.sessions.errors import SessionNotActive
@@ -119,13 +119,13 @@ class Sessions:
                 await supervisor.end_session(record.id, "error", "worktree_failed")
             raise
         live = await supervisor.start_new(record, mcp=new.mcp_servers)
-        refusal = mcp_refusal(live)
+        refusal = mcp_refusal(live.mcp_refused)
         if refusal is not None:
             await self._discard(live, "MCP servers")
             raise refusal
         if new.mode_id is not None or new.config:
             try:
-                await agent_controls.apply_create_choices(live, new.mode_id, dict(new.config or {}))
+                await live.controls.apply_create_choices(new.mode_id, dict(new.config or {}))
             except BaseException:
                 await self._discard(live, "controls")
                 raise
@@ -226,11 +226,11 @@ class Sessions:
 
     async def set_mode(self, session_id: str, mode_id: str) -> ControlsView:
         live = await self.supervisor.active_live(session_id)
-        return await agent_controls.set_mode(live, mode_id)
+        return await live.controls.set_mode(mode_id)
 
     async def set_config(self, session_id: str, config_id: str, value: JsonValue) -> ControlsView:
         live = await self.supervisor.active_live(session_id)
-        return await agent_controls.set_config(live, config_id, value)
+        return await live.controls.set_config(config_id, value)
 
     # -- history -----------------------------------------------------------------------
 

@@ -5,13 +5,9 @@ the matching ``mcpCapabilities``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from server.sessions.errors import Invalid
 from server.sessions.mcp_servers import McpServer, check_names
-
-if TYPE_CHECKING:
-    from server.sessions.live_session import LiveSession
 
 __all__ = ["create_mcp_names", "mcp_refusal"]
 
@@ -25,12 +21,11 @@ def create_mcp_names(catalog: Mapping[str, McpServer], value: object) -> tuple[s
     return tuple(check_names(catalog, value))
 
 
-def mcp_refusal(live: LiveSession) -> Invalid | None:
+def mcp_refusal(refused: list[str]) -> Invalid | None:
     """The refusal when the agent started without some of the session's MCP servers (it
     takes no such transport); the caller discards the session (it was never created)."""
-    if not live.mcp_refused:
+    if not refused:
         return None
-    refused = list(live.mcp_refused)
     return Invalid(
         "The agent does not take these MCP servers' transport (its mcpCapabilities): "
         + ", ".join(refused),
