@@ -128,7 +128,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: JsonObject
     workspace: Workspace
-    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
 
 
 class Message(msgspec.Struct, rename="camel"):

@@ -514,18 +514,18 @@ def test_registry_and_live_session_never_reach_up() -> None:
     """The registry never calls the supervisor; a live session and its members never see
     the registry, the supervisor or the facade."""
     graph = import_graph()
-    up = {"server.sessions.supervisor", "server.sessions.facade", "server.sessions"}
-    assert not graph["server.sessions.registry"] & up
+    up = {"server.sessions.supervision.supervisor", "server.sessions.facade", "server.sessions"}
+    assert not graph["server.sessions.supervision.registry"] & up
     live = {
         name
         for name in graph
         if name.startswith("server.sessions.")
         and name
         not in {
-            "server.sessions.registry",
-            "server.sessions.supervisor",
+            "server.sessions.supervision.registry",
+            "server.sessions.supervision.supervisor",
             "server.sessions.facade",
-            "server.sessions.history",
+            "server.sessions.history.log",
             "server.sessions.answers",
             "server.sessions.workspaces.operations",
         }
@@ -534,6 +534,6 @@ def test_registry_and_live_session_never_reach_up() -> None:
         f"{name}: {target}"
         for name in live
         for target in graph[name]
-        if target in up | {"server.sessions.registry"}
+        if target in up | {"server.sessions.supervision.registry"}
     }
     assert offenders == set()

@@ -4,8 +4,7 @@ methods return. Inside: a ``Registry`` of live sessions, the ``Supervisor`` that
 their lives, and each ``LiveSession`` with its turns, questions and controls (see
 docs/architecture.md). Imports no web framework."""
 
-from server.sessions.agents import DEFAULT_AGENT_ID, AgentConfig, load_agents
-from server.sessions.controls import empty_controls
+from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig, load_agents
 from server.sessions.errors import (
     ActiveRecently,
     AgentStartFailed,
@@ -21,6 +20,7 @@ from server.sessions.errors import (
     Unavailable,
 )
 from server.sessions.facade import NewSession, Sessions
+from server.sessions.live.controls_state import empty_controls
 
 __all__ = [
     "DEFAULT_AGENT_ID",

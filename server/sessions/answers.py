@@ -11,12 +11,12 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject
-from server.sessions.elicitations import ELICITATION
-from server.sessions.live_session import LiveSession
-from server.sessions.pending import RequestKind
-from server.sessions.permissions import PERMISSION
+from server.sessions.live.elicitations import ELICITATION
+from server.sessions.live.pending import RequestKind
+from server.sessions.live.permissions import PERMISSION
+from server.sessions.live.session import LiveSession
 from server.sessions.records import get_record
-from server.sessions.registry import Registry
+from server.sessions.supervision.registry import Registry
 from store import Database
 from store import messages as message_store
 from store import permissions as permission_store

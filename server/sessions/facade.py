@@ -23,24 +23,26 @@ from agent_bridge import AgentCgroups
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.cluster import Cluster
 from server.contents import ControlsView
-from server.sessions import answers, archive, history
-from server.sessions.agents import DEFAULT_AGENT_ID, AgentConfig
-from server.sessions.controls import ControlsState, empty_controls
+from server.sessions import answers
+from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
+from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
 from server.sessions.errors import SessionNotActive
-from server.sessions.file_index import INDEX
-from server.sessions.live_session import LiveSession
-from server.sessions.mcp_create import create_mcp_names, mcp_refusal
-from server.sessions.prompt_content import PromptContent, build_prompt, get_attachment
+from server.sessions.history import archive
+from server.sessions.history import log as history
+from server.sessions.history.transcript import ChatEntry
+from server.sessions.live.controls_state import ControlsState, empty_controls
+from server.sessions.live.prompt_content import PromptContent, build_prompt, get_attachment
+from server.sessions.live.session import LiveSession
 from server.sessions.records import get_record
-from server.sessions.registry import Registry
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.status import log_active_count
-from server.sessions.supervision import KeyedLocks, process_owner
-from server.sessions.supervisor import Supervisor
-from server.sessions.transcript import ChatEntry
+from server.sessions.supervision.processes import KeyedLocks, process_owner
+from server.sessions.supervision.registry import Registry
+from server.sessions.supervision.status import log_active_count
+from server.sessions.supervision.supervisor import Supervisor
 from server.sessions.workspaces import operations
 from server.sessions.workspaces import service as workspace_service
 from server.sessions.workspaces.changes import Committed, Merged, SessionChanges
+from server.sessions.workspaces.file_index import INDEX
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer

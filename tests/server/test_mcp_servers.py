@@ -18,7 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.sessions.agents import load_agents
+from server.sessions.agents.config import load_agents
 from server.settings import Settings, SettingsError
 from tests.helpers import pid_gone, prompt, run_ended, wait_for_message
 from tests.server.test_api_repos import assert_error

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from server.sessions.errors import ActiveRecently, SessionNotActive, Unavailable
-from server.sessions.idle import sweep_idle
+from server.sessions.supervision.idle import sweep_idle
 from store import Database
 from tests.store.test_store import T0, session_record
 

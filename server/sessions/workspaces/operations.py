@@ -8,8 +8,8 @@ from pathlib import Path
 
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.records import get_record
-from server.sessions.registry import Registry
 from server.sessions.services import Services
+from server.sessions.supervision.registry import Registry
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import (
     Changes,

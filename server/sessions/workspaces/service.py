@@ -18,7 +18,6 @@ from typing import Any, TypedDict, TypeVar
 
 import anyio
 
-from server.sessions.admission import refuse_when_full
 from server.sessions.errors import (
     Conflict,
     Forbidden,
@@ -26,6 +25,7 @@ from server.sessions.errors import (
     Unavailable,
 )
 from server.sessions.services import Services
+from server.sessions.supervision.admission import refuse_when_full
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git

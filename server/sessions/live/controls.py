@@ -18,10 +18,10 @@ from functools import partial
 from agent_bridge import AcpClient, AgentExited, ProtocolBroken, RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Change, ChangedBy, ControlsContent, ControlsView, as_json
-from server.sessions.controls import Chosen, ControlsState, chosen_of
 from server.sessions.errors import Conflict, DomainError, Invalid
-from server.sessions.translate import Output
-from server.sessions.turn import Turn
+from server.sessions.live.controls_state import Chosen, ControlsState, chosen_of
+from server.sessions.live.translate import Output
+from server.sessions.live.turn import Turn
 from server.stream.writer import Draft, Writer
 from store.operations import StoreControls
 

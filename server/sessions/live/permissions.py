@@ -1,5 +1,5 @@
 """Permission requests (ACP ``session/request_permission``), one kind of question
-(``server.sessions.questions``): the agent asks about a tool call, a person picks one of
+(``server.sessions.live.questions``): the agent asks about a tool call, a person picks one of
 the offered options (the first answer wins) or the timeout rejects (fail closed)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.contents import PermissionContent, as_json
 from server.sessions.errors import Invalid
-from server.sessions.pending import PendingRequest, RequestKind
-from server.sessions.translate import Output, Translator
-from server.sessions.turn import Turn
+from server.sessions.live.pending import PendingRequest, RequestKind
+from server.sessions.live.translate import Output, Translator
+from server.sessions.live.turn import Turn
 from store import utcnow
 from store.operations import DecidePermission, InsertPermission
 

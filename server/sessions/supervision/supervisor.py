@@ -19,9 +19,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from agent_bridge import AgentStartError, OrphanSweeper, agent_environment, kill_orphans
 from agent_bridge.jsontypes import JsonObject
 from server import metrics
-from server.sessions import status as state
-from server.sessions.admission import admit, checked_repo_path
-from server.sessions.agents import AgentConfig
+from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import (
     ActiveRecently,
     AgentStartFailed,
@@ -30,15 +28,17 @@ from server.sessions.errors import (
     TurnInProgress,
     Unavailable,
 )
-from server.sessions.handshake import Restore
-from server.sessions.idle import sweep_idle
-from server.sessions.live_session import LiveSession
+from server.sessions.live.handshake import Restore
+from server.sessions.live.session import LiveSession
 from server.sessions.records import get_record
-from server.sessions.recovery import recover_sessions
-from server.sessions.registry import Registry
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.supervision import start_error
-from server.sessions.write_failure import WriteFailures
+from server.sessions.supervision import status as state
+from server.sessions.supervision.admission import admit, checked_repo_path
+from server.sessions.supervision.idle import sweep_idle
+from server.sessions.supervision.processes import start_error
+from server.sessions.supervision.recovery import recover_sessions
+from server.sessions.supervision.registry import Registry
+from server.sessions.supervision.write_failure import WriteFailures
 from server.stream.broker import Broker
 from store import SessionRecord, utcnow
 from store import repos as repo_store
@@ -310,7 +310,7 @@ class Supervisor:
 
     async def recover_sessions(self, only: set[str] | None) -> None:
         """Interrupt the running runs and cancel the pending permissions of sessions
-        whose agent is gone (see ``server.sessions.recovery``)."""
+        whose agent is gone (see ``server.sessions.supervision.recovery``)."""
         services = self.services
         await recover_sessions(services.db, services.writer, services.cluster, only)
 
@@ -331,7 +331,7 @@ class Supervisor:
                 log.exception("idle sweep failed")
 
     async def sweep_idle(self) -> list[str]:
-        """Complete the sessions idle past the timeout (see ``server.sessions.idle``)."""
+        """Complete the sessions idle past the timeout (see ``supervision.idle``)."""
 
         async def end_idle(session_id: str, cutoff: datetime) -> None:
             await self.end_session(session_id, "completed", "idle_timeout", idle_before=cutoff)

@@ -28,7 +28,7 @@ import orjson
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
-from server.sessions.agents import AgentConfig
+from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Invalid, NotFound
 from server.sessions.records import get_record
 from server.sessions.services import Services

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 
-from server.sessions.live_session import LiveSession
-from server.sessions.supervision import KeyedLocks
+from server.sessions.live.session import LiveSession
+from server.sessions.supervision.processes import KeyedLocks
 
 __all__ = ["Registry"]
 

@@ -11,7 +11,7 @@ from server import metrics
 from server.contents import StatusContent, as_json
 from server.sessions.errors import AgentStartFailed
 from server.sessions.services import Services
-from server.sessions.supervision import start_failure_detail
+from server.sessions.supervision.processes import start_failure_detail
 from server.stream.writer import Draft, Writer
 from store import sessions as session_store
 from store import utcnow

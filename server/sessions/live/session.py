@@ -27,17 +27,17 @@ from agent_bridge import (
 from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.logs import log_context
-from server.sessions.agent_controls import Controls
-from server.sessions.agents import AgentConfig
-from server.sessions.controls import ControlsState
-from server.sessions.handshake import Restore, handshake
-from server.sessions.prompt_content import PromptContent
-from server.sessions.questions import Questions
+from server.sessions.agents.config import AgentConfig
+from server.sessions.live.controls import Controls
+from server.sessions.live.controls_state import ControlsState
+from server.sessions.live.handshake import Restore, handshake
+from server.sessions.live.prompt_content import PromptContent
+from server.sessions.live.questions import Questions
+from server.sessions.live.staging import stage
+from server.sessions.live.translate import Translator
+from server.sessions.live.turn import Turn
+from server.sessions.live.turns import Turns
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.staging import stage
-from server.sessions.translate import Translator
-from server.sessions.turn import Turn
-from server.sessions.turns import Turns
 from server.sessions.workspaces.service import session_root
 from server.stream.writer import Draft
 from store import SessionRecord

@@ -1,5 +1,5 @@
 """History as an event log: the transcript, fork (copy) and rewind (overwrite). The
-archive format (export and import) is ``server.sessions.archive``.
+archive format (export and import) is ``server.sessions.history.archive``.
 
 Every stored message is an immutable event with a per-session ``seq``; the only thing
 that ever changes on a stored message is its ``dropped`` flag (set by a rewind).
@@ -13,12 +13,12 @@ import uuid
 import anyio
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
+from server.sessions.history.transcript import ChatEntry, build_transcript
 from server.sessions.records import get_record
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.status import status_draft
-from server.sessions.supervision import KeyedLocks
-from server.sessions.supervisor import Supervisor
-from server.sessions.transcript import ChatEntry, build_transcript
+from server.sessions.supervision.processes import KeyedLocks
+from server.sessions.supervision.status import status_draft
+from server.sessions.supervision.supervisor import Supervisor
 from server.sessions.workspaces import service as workspace_service
 from store import Database, Message, SessionRecord, utcnow
 from store import messages as message_store

@@ -15,12 +15,12 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject
-from server.sessions.elicitations import ELICITATION, elicitation_asked, elicitation_outcome
-from server.sessions.pending import PendingRequest, RequestKind
-from server.sessions.permissions import PERMISSION, chosen_option, permission_asked
-from server.sessions.staging import stage
-from server.sessions.translate import Output, Translator
-from server.sessions.turn import Turn
+from server.sessions.live.elicitations import ELICITATION, elicitation_asked, elicitation_outcome
+from server.sessions.live.pending import PendingRequest, RequestKind
+from server.sessions.live.permissions import PERMISSION, chosen_option, permission_asked
+from server.sessions.live.staging import stage
+from server.sessions.live.translate import Output, Translator
+from server.sessions.live.turn import Turn
 from server.stream.writer import Draft, Writer
 from store import utcnow
 from store.operations import WriteOp

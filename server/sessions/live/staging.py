@@ -3,8 +3,8 @@ writer, and a tool call's outputs the ops that keep its row (its turn's tool boo
 
 from __future__ import annotations
 
-from server.sessions.translate import Output
-from server.sessions.turn import Turn
+from server.sessions.live.translate import Output
+from server.sessions.live.turn import Turn
 from server.stream.writer import Draft, new_id
 from store.operations import WriteOp
 

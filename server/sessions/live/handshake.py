@@ -12,9 +12,9 @@ import anyio
 
 from agent_bridge import AcpClient, AgentExited, AgentStartError, ProtocolBroken, RpcError
 from server import metrics
-from server.sessions.agent_controls import Controls
-from server.sessions.agents import AgentConfig
-from server.sessions.mcp_servers import session_servers, transport_allowed
+from server.sessions.agents.config import AgentConfig
+from server.sessions.agents.mcp_servers import session_servers, transport_allowed
+from server.sessions.live.controls import Controls
 from server.sessions.services import Services
 from store import Database
 from store import messages as message_store

@@ -10,7 +10,7 @@ from agent_bridge.acp_types import PermissionOutcome
 from server import metrics
 from server.cluster import Cluster
 from server.contents import PermissionContent, RunContent, as_json
-from server.sessions.status import status_draft
+from server.sessions.supervision.status import status_draft
 from server.stream.writer import Draft, Writer
 from store import Database, utcnow
 from store import messages as message_store

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from server.sessions.agents.mcp_servers import McpServer, check_names
 from server.sessions.errors import Invalid
-from server.sessions.mcp_servers import McpServer, check_names
 
 __all__ = ["create_mcp_names", "mcp_refusal"]
 

@@ -1,5 +1,5 @@
 """Elicitations (ACP ``elicitation/create``), one kind of question
-(``server.sessions.questions``): the agent asks for a form (``requestedSchema``) or for a
+(``server.sessions.live.questions``): the agent asks for a form (``requestedSchema``) or for a
 visit to a URL; a person accepts (a form with content that matches the schema), declines
 or cancels, the first answer winning."""
 
@@ -14,11 +14,11 @@ from agent_bridge import RpcError
 from agent_bridge.jsonrpc import INVALID_PARAMS
 from agent_bridge.jsontypes import JsonObject
 from server.contents import ElicitationContent, as_json
-from server.sessions.elicitation_form import check_content, schema_problem
 from server.sessions.errors import Invalid
-from server.sessions.pending import PendingRequest, RequestKind
-from server.sessions.translate import Output, Translator
-from server.sessions.turn import Turn
+from server.sessions.live.elicitation_form import check_content, schema_problem
+from server.sessions.live.pending import PendingRequest, RequestKind
+from server.sessions.live.translate import Output, Translator
+from server.sessions.live.turn import Turn
 
 __all__ = ["ACTIONS", "ELICITATION", "elicitation_asked", "elicitation_outcome"]
 
