@@ -87,7 +87,8 @@ class Writer:
         self._seq: dict[str, int] = {}
         self._closing = False
         self._stopped = anyio.Event()
-        # Set by the hub: a session whose messages could not be stored (it ends in error).
+        # Set by the supervisor: a session whose messages could not be stored (it ends in
+        # error).
         self.on_failure: Callable[[str, BaseException], None] | None = None
 
     # -- seq bookkeeping --------------------------------------------------------------

@@ -84,7 +84,7 @@ class LiveSession:
         self.failure: str | None = None
         self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
         self._stop_requested = anyio.Event()
-        # Set by the supervisor (the hub) once its cleanup after ``run`` is done.
+        # Set by the supervisor once its cleanup after ``run`` is done.
         self.finished = anyio.Event()
         self._tg: TaskGroup | None = None
         self.workspace = Workspace(repo_path, context={"session_id": self.id})
