@@ -132,7 +132,7 @@ class _GracefulMixin:
         app = self.config.app  # type: ignore[attr-defined]
         state = getattr(app.state, "agent_sessions", None)
         if state is not None:
-            await state.hub.shutdown()
+            await state.sessions.shutdown()
         await super().shutdown(sockets)  # type: ignore[misc]
 
 

@@ -80,7 +80,7 @@ class Cluster:
         self.listener = Listener(
             database.url, CHANNEL, self.node_id, self._on_notification, self._drop_remote_viewers
         )
-        # Interrupt the runs of the sessions whose owner died (the hub's recovery).
+        # Interrupt the runs of the sessions whose owner died (the supervisor's recovery).
         self._on_takeover = on_takeover
 
     # -- lifetime ----------------------------------------------------------------------

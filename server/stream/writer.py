@@ -26,13 +26,14 @@ from server.stream.broker import Broker
 from server.stream.clock import now_and_stamp
 from server.stream.frames import stored_frames
 from server.stream.ids import new_id, new_ids
-from server.stream.receipt import Draft, Op, Receipt
+from server.stream.receipt import Draft, Receipt
 from store import Database
 from store import messages as message_store
 from store import sessions as session_store
 from store.hot_batch import HOT_OPS, HotBatch
 from store.hot_writes import hot_writer_for
 from store.message_row import MessageRow, message_dict
+from store.operations import WriteOp
 
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
@@ -79,7 +80,8 @@ class Writer:
         self._seq: dict[str, int] = {}
         self._closing = False
         self._stopped = anyio.Event()
-        # Set by the hub: a session whose messages could not be stored (it ends in error).
+        # Set by the supervisor: a session whose messages could not be stored (it ends in
+        # error).
         self.on_failure: Callable[[str, BaseException], None] | None = None
 
     # -- seq bookkeeping --------------------------------------------------------------
@@ -94,7 +96,7 @@ class Writer:
     # -- submitting -------------------------------------------------------------------
 
     def submit(
-        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[Op] = ()
+        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[WriteOp] = ()
     ) -> Receipt:
         """Queue ``drafts`` (and ``ops`` run in the same transaction, after the insert).
         Never waits; call ``wait_capacity`` before a flood of submits."""

@@ -3,24 +3,24 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 
 from server.sessions.errors import ActiveRecently, SessionNotActive
+from store import Database, utcnow
 from store import sessions as session_store
-from store import utcnow
 
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
+__all__ = ["EndIdle", "sweep_idle"]
 
-__all__ = ["sweep_idle"]
+EndIdle = Callable[[str, datetime], Awaitable[object]]
+"""Ends one session as idle unless it was active since the cutoff (then ActiveRecently)."""
 
 
-async def sweep_idle(hub: Hub) -> list[str]:
+async def sweep_idle(database: Database, timeout_minutes: float, end: EndIdle) -> list[str]:
     """Complete every active session whose last activity (a stored message or a
     client command) is older than the idle timeout."""
-    cutoff = utcnow() - timedelta(minutes=hub.settings.idle_timeout_minutes)
-    async with hub.db.read() as db:
+    cutoff = utcnow() - timedelta(minutes=timeout_minutes)
+    async with database.read() as db:
         rows, _ = await session_store.list_sessions(
             db, session_store.SessionFilter(statuses=("active",)), limit=10_000
         )
@@ -29,7 +29,7 @@ async def sweep_idle(hub: Hub) -> list[str]:
         if record.last_activity_at >= cutoff:
             continue
         try:
-            await hub.end_session(record.id, "completed", "idle_timeout", idle_before=cutoff)
+            await end(record.id, cutoff)
         except (SessionNotActive, ActiveRecently):  # ended or used meanwhile: not idle now
             continue
         ended.append(record.id)

@@ -22,23 +22,23 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import orjson
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
+from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Invalid, NotFound
+from server.sessions.records import get_record
+from server.sessions.services import Services
 from server.stream.frames import iso, row_view
-from store import SessionRecord, utcnow
+from store import Database, SessionRecord, utcnow
 from store import messages as message_store
 from store import replay as replay_store
 from store import repos as repo_store
 from store.messages import MessageValues
-
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
+from store.operations import ImportSession
 
 __all__ = ["ARCHIVE_VERSION", "Archive", "export_lines", "import_archive", "parse_archive"]
 
@@ -102,12 +102,12 @@ def archive_header(record: SessionRecord) -> ExportHeader:
     }
 
 
-async def export_lines(hub: Hub, record: SessionRecord) -> AsyncIterator[bytes]:
+async def export_lines(database: Database, record: SessionRecord) -> AsyncIterator[bytes]:
     """The archive, line by line; one short read transaction per page."""
     yield orjson.dumps(archive_header(record)) + b"\n"
     cursor = 0
     while True:
-        async with hub.db.read() as db:
+        async with database.read() as db:
             rows = await replay_store.view_rows(
                 db,
                 record.id,
@@ -249,7 +249,11 @@ def parse_archive(body: bytes) -> Archive:
 
 
 async def import_archive(
-    hub: Hub, archive: Archive, repo_id: str | None, agent_id: str | None
+    services: Services,
+    agents: dict[str, AgentConfig],
+    archive: Archive,
+    repo_id: str | None,
+    agent_id: str | None,
 ) -> SessionRecord:
     """Recreate an archived session on a registered repository: status ``completed``
     (not counted against the limit), every message as it was, new ids. It takes no
@@ -262,13 +266,13 @@ async def import_archive(
             field="repoId",
         )
     agent_id = agent_id or (header and header["agentId"]) or "default"
-    if agent_id not in hub.agents:
+    if agent_id not in agents:
         raise Invalid(
             f"The archive's agent {agent_id!r} is not configured here; pass ?agentId= to "
             f"choose one.",
             field="agentId",
         )
-    async with hub.db.read() as db:
+    async with services.db.read() as db:
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         raise NotFound("repo", repo_id)
@@ -292,12 +296,6 @@ async def import_archive(
     rows: list[MessageValues] = [
         {**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows
     ]
-
-    async def insert(db: AsyncSession) -> None:
-        db.add(record)
-        await db.flush()
-        await message_store.insert_messages(db, rows)
-
-    await hub.writer.submit(None, (), [insert]).wait()
+    await services.writer.submit(None, (), [ImportSession(record, rows)]).wait()
     log.info("session imported", extra={"session_id": record.id, "messages": len(rows)})
-    return await hub.get_record(record.id)
+    return await get_record(services.db, record.id)

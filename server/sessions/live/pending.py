@@ -9,17 +9,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import anyio
 
 from agent_bridge.jsontypes import JsonObject
 from server.sessions.errors import Conflict, NotFound
+from store.operations import WriteOp
 
-__all__ = ["PendingRequest", "RequestKind", "StoreOp"]
-
-StoreOp = Callable[[Any], Any]
-"""A write the writer runs in its transaction (``async def op(db)``)."""
+__all__ = ["PendingRequest", "RequestKind"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +28,7 @@ class RequestKind:
     answered_message: str
     cancelled: JsonObject  # the outcome of a cancel (turn cancelled or ended, session end)
     on_timeout: Callable[[PendingRequest], JsonObject]
-    record: Callable[[str, JsonObject, datetime], StoreOp] | None = None
+    record: Callable[[str, JsonObject, datetime], WriteOp] | None = None
     """The op that records a decision beyond its message (the permissions table)."""
     observe_wait: Callable[[float], None] | None = None
 

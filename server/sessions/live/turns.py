@@ -1,39 +1,73 @@
-"""A live session's prompt turns: store the user message and the run, run the prompt in
-the background, end the run exactly once (completed, cancelled, paused, failed), and
-cancel, abandoning a turn whose agent ignores ``session/cancel``."""
+"""A live session's prompt turns, a member of the live session: store the user message
+and the run, run the prompt in the background, end the run exactly once (completed,
+cancelled, paused, failed), and cancel, abandoning a turn whose agent ignores
+``session/cancel``. What turns use of their session is ``TurnHost``."""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, Protocol
 
 import anyio
 
-from agent_bridge import AgentExited, ProtocolBroken, RpcError
+from agent_bridge import AcpClient, AgentExited, ProtocolBroken, RpcError
 from agent_bridge.acp_types import ContentBlock
 from server import metrics
 from server.contents import RunContent, TextContent, as_json
 from server.sessions.errors import SessionNotActive, TurnInProgress
-from server.sessions.live_base import LiveBase, Stop
-from server.sessions.prompt_content import PromptContent
-from server.sessions.services import CLEANUP_SECONDS
-from server.sessions.transcript import stored_preamble
-from server.sessions.translate import Output, tool_status
-from server.sessions.turn import Turn
+from server.sessions.history.transcript import stored_preamble
+from server.sessions.live.prompt_content import PromptContent
+from server.sessions.live.questions import Questions
+from server.sessions.live.staging import stage
+from server.sessions.live.translate import Output, Translator, tool_status
+from server.sessions.live.turn import Turn
+from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
-from store import runs as run_store
-from store import sessions as session_store
+from store.operations import CloseRun, KeepAttachments, OpenRun, WriteOp
 
-__all__ = ["TurnRunner"]
+__all__ = ["TurnHost", "Turns"]
 
 log = logging.getLogger("agent_sessions.session")
 
 
-class TurnRunner(LiveBase):
-    async def start_turn(
+class TurnHost(Protocol):
+    """What turns use of their live session."""
+
+    services: Services
+    id: str
+    repo_id: str
+    agent_id: str
+    repo_path: Path
+    translator: Translator
+    client: AcpClient
+    questions: Questions
+    needs_context: bool
+    cost_seen: float
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None: ...
+
+    def request_stop(self, run_status: str) -> None: ...
+
+
+class Turns:
+    """The session's turn (one at a time): ``current`` while it runs."""
+
+    def __init__(self, live: TurnHost) -> None:
+        self._live = live
+        self.current: Turn | None = None
+
+    async def start(
         self,
         text: str,
         *,
@@ -46,34 +80,34 @@ class TurnRunner(LiveBase):
         """Store the user message and the run, then run the turn in the background.
         Returns the run id once both are committed. ``content``: a prompt of blocks
         (images, files), already checked."""
-        if self.turn is not None:
+        if self.current is not None:
             raise TurnInProgress("A turn is already running in this session.")
-        if self._stop is not None or self._tg is None:
+        if self._live.stopping or not self._live.running:
             raise SessionNotActive("The session is stopping.")
         run_id = str(uuid.uuid4())
-        self.translator.tools.clear()  # agents reuse tool call ids across turns
-        self.translator.last_text = ""
-        turn = self.turn = Turn(
+        self._live.translator.tools.clear()  # agents reuse tool call ids across turns
+        self._live.translator.last_text = ""
+        turn = self.current = Turn(
             run_id,
             max_steps=max_steps,
             step_base=step_base,
-            session_id=self.id,
-            cost_base=self.cost_seen,
-            clock=self.services.clock,
+            session_id=self._live.id,
+            cost_base=self._live.cost_seen,
+            clock=self._live.services.clock,
         )
         blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
         user: TextContent = content.stored if content else {"type": "text", "text": text}
         try:
-            if self.needs_context:
-                preamble = await stored_preamble(self.services.db, self.id)
+            if self._live.needs_context:
+                preamble = await stored_preamble(self._live.services.db, self._live.id)
                 if preamble:
                     blocks.insert(0, {"type": "text", "text": preamble})
             now = utcnow()
             run = Run(
                 id=run_id,
-                session_id=self.id,
-                repo_id=self.repo_id,
-                agent_id=self.agent_id,
+                session_id=self._live.id,
+                repo_id=self._live.repo_id,
+                agent_id=self._live.agent_id,
                 status="running",
                 step_count=step_base,
                 max_steps=max_steps,
@@ -82,27 +116,23 @@ class TurnRunner(LiveBase):
                 created_at=now,
             )
 
-            async def store_run(db: Any) -> None:
-                db.add(run)
-                await db.flush()
-                await session_store.update_session(
-                    db, self.id, active_run_id=run_id, needs_context=False
-                )
-
             drafts = [
                 Draft("user", as_json(user), run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
-            ops = [content.store, store_run] if content else [store_run]
-            await self.services.writer.submit(self.id, drafts, ops).wait()
+            ops: list[WriteOp] = [OpenRun(run)]
+            if content:
+                ops.insert(0, KeepAttachments(content.attachments))
+            await self._live.services.writer.submit(self._live.id, drafts, ops).wait()
         except BaseException:
-            self.turn = None
+            self.current = None
             raise
-        self.needs_context = False
-        services = self.services
-        await checkpoint_turn(services.settings, services.writer, self.id, run_id, self.repo_path)
-        assert self._tg is not None
-        self._tg.start_soon(self._run_turn, turn, blocks)
+        self._live.needs_context = False
+        services = self._live.services
+        await checkpoint_turn(
+            services.settings, services.writer, self._live.id, run_id, self._live.repo_path
+        )
+        self._live.start_soon(self._run_turn, turn, blocks)
         metrics.TURNS_RUNNING.inc()
         return run_id
 
@@ -125,7 +155,7 @@ class TurnRunner(LiveBase):
     async def _run_turn(self, turn: Turn, blocks: list[ContentBlock]) -> None:
         status, stop_reason, error = "failed", None, None
         try:
-            result = await self.client.prompt(blocks)
+            result = await self._live.client.prompt(blocks)
             stop_reason = str(result.get("stopReason") or "end_turn")
             turn.usage = result.get("usage") if isinstance(result.get("usage"), dict) else None
             cancelled = stop_reason == "cancelled" or turn.cancel_requested
@@ -150,73 +180,72 @@ class TurnRunner(LiveBase):
         if turn.finished:
             return
         turn.finished = True
-        outputs = self.translator.flush()
-        for call_id in self.translator.unfinished_tools():  # never finished: did not complete
-            state = self.translator.tools[call_id]
+        outputs = self._live.translator.flush()
+        for call_id in self._live.translator.unfinished_tools():  # never finished: did not complete
+            state = self._live.translator.tools[call_id]
             state.fields["status"] = "cancelled"
             outputs.append(Output("system", state.content(call_id)))
-        self._cancel_pending("turn_ended", turn.run_id)
+        self._live.questions.cancel("turn_ended", turn.run_id)
         duration = int((turn.clock() - turn.started) * 1000)
-        drafts, ops = self._stage(outputs, turn)
+        drafts, ops = stage(outputs, turn)
         drafts.append(self._run_draft(turn, status, stop_reason, duration))
         values = {
             "status": status,
             "stop_reason": stop_reason,
             "duration_ms": duration,
             "completed_at": utcnow(),
-            "summary": (self.translator.last_text or None) and self.translator.last_text[:500],
+            "summary": (self._live.translator.last_text or None)
+            and self._live.translator.last_text[:500],
             "step_count": turn.step_number,
             "usage": turn.usage,
             "cost": turn.cost(),
             "error_message": error,
         }
 
-        async def close_run(db: Any) -> None:
-            await run_store.update_run(db, turn.run_id, **values)
-            await session_store.update_session(db, self.id, active_run_id=None)
-
-        tools = self.translator.tools.values()
+        tools = self._live.translator.tools.values()
         failures = sum(1 for t in tools if tool_status(t.fields.get("status")) == "error")
         try:
-            await self.services.writer.submit(self.id, drafts, [*ops, close_run]).wait()
-            metrics.observe_run(self.agent_id, status, turn.usage, turn.cost(), failures)
+            await self._live.services.writer.submit(
+                self._live.id, drafts, [*ops, CloseRun(self._live.id, turn.run_id, values)]
+            ).wait()
+            metrics.observe_run(self._live.agent_id, status, turn.usage, turn.cost(), failures)
         finally:
-            self.turn = None
+            self.current = None
             turn.done.set()
             metrics.TURNS_RUNNING.dec()
             log.info(
-                "run ended", extra={"session_id": self.id, "run_id": turn.run_id, "status": status}
+                "run ended",
+                extra={"session_id": self._live.id, "run_id": turn.run_id, "status": status},
             )
 
-    async def cancel_turn(self) -> None:
-        if self.turn is not None:
-            await self._cancel_turn(self.turn)
+    async def cancel_current(self) -> None:
+        if self.current is not None:
+            await self.cancel(self.current)
 
-    async def _cancel_turn(self, turn: Turn) -> None:
+    async def cancel(self, turn: Turn) -> None:
         turn.cancel_requested = True
-        self._cancel_pending("turn_cancelled")
+        self._live.questions.cancel("turn_cancelled")
         try:
-            await self.client.cancel()
+            await self._live.client.cancel()
         except Exception:  # noqa: BLE001 - the agent may be gone already
-            log.info("cancel could not be sent", extra={"session_id": self.id})
-        self._tg_start(self._abandon_if_hung, turn)
+            log.info("cancel could not be sent", extra={"session_id": self._live.id})
+        self._live.start_soon(self._abandon_if_hung, turn)
 
     async def _abandon_if_hung(self, turn: Turn) -> None:
         """An agent that ignores session/cancel does not keep the turn open forever."""
-        with anyio.move_on_after(self.services.settings.agent_stop_grace * 2):
+        with anyio.move_on_after(self._live.services.settings.agent_stop_grace * 2):
             await turn.done.wait()
             return
-        if self.turn is turn and not turn.done.is_set():
+        if self.current is turn and not turn.done.is_set():
             log.warning(
                 "agent ignored session/cancel; ending the run and stopping the agent",
-                extra={"session_id": self.id},
+                extra={"session_id": self._live.id},
             )
             status = turn.final_status or ("paused" if turn.paused else "cancelled")
             await self._finish_turn(turn, status, "cancelled", None)
-            if self._stop is None:  # its state is unknown: restart it on the next prompt
-                self.needs_context = True
-                self._stop = Stop("cancelled")
-                self._stop_requested.set()
+            if not self._live.stopping:  # its state is unknown: restart it on the next prompt
+                self._live.needs_context = True
+                self._live.request_stop("cancelled")
 
 
 def text_block(text: str) -> ContentBlock:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.sessions.mcp_servers import McpServer, parse_mcp_servers
+from server.sessions.agents.mcp_servers import McpServer, parse_mcp_servers
 from server.settings import Settings, SettingsError
 
 __all__ = ["DEFAULT_AGENT_ID", "AgentConfig", "load_agents"]

@@ -59,10 +59,7 @@ class PromptContent:
     stored: TextContent
     """The stored user message's content."""
     attachments: list[Attachment] = field(default_factory=list)
-
-    async def store(self, db: Any) -> None:
-        """An op for the writer: keep each image once per session."""
-        await attachment_store.keep_attachments(db, self.attachments)
+    """Kept once per session with the prompt (``store.operations.KeepAttachments``)."""
 
 
 def _image(

@@ -4,7 +4,6 @@ active sessions (a gauge and a log line) that follows each."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from agent_bridge import AgentStartError
 from agent_bridge.jsontypes import JsonObject
@@ -12,10 +11,11 @@ from server import metrics
 from server.contents import StatusContent, as_json
 from server.sessions.errors import AgentStartFailed
 from server.sessions.services import Services
-from server.sessions.supervision import start_failure_detail
+from server.sessions.supervision.processes import start_failure_detail
 from server.stream.writer import Draft, Writer
 from store import sessions as session_store
 from store import utcnow
+from store.operations import SetStatus
 
 __all__ = [
     "log_active_count",
@@ -47,13 +47,8 @@ async def set_status(
     detail: JsonObject | None = None,
 ) -> None:
     """Store the status (the session has no running run any more) and its message."""
-
-    async def write_status(db: Any) -> None:
-        await session_store.update_session(
-            db, session_id, status=status, updated_at=utcnow(), active_run_id=None
-        )
-
-    await writer.submit(session_id, [status_draft(status, reason, detail)], [write_status]).wait()
+    draft = status_draft(status, reason, detail)
+    await writer.submit(session_id, [draft], [SetStatus(session_id, status, utcnow())]).wait()
 
 
 async def log_active_count(services: Services, change: str, session_id: str) -> None:

@@ -18,7 +18,7 @@ from server.contents import (
     UsageContent,
     as_json,
 )
-from server.sessions.controls import CONTROL_UPDATES, ControlsState
+from server.sessions.live.controls_state import CONTROL_UPDATES, ControlsState
 from server.shapes import ToolStatus
 
 __all__ = ["Output", "Translator", "block_text", "tool_status"]

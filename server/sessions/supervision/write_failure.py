@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import anyio
-
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
 
 __all__ = ["WriteFailures"]
 
@@ -26,16 +23,23 @@ REASON = "write_failed"
 
 
 class WriteFailures:
-    """The writer's ``on_failure``: ends each reported session once (``run`` does)."""
+    """The writer's ``on_failure``: ends each reported session once (``run`` does) with
+    ``end(session_id, status, reason, run_status)``, unless ``stopping()`` (the server
+    shuts down and ends them all anyway)."""
 
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
+    def __init__(
+        self,
+        end: Callable[[str, str, str, str], Awaitable[object]],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._end_session = end
+        self._stopping = stopping
         self._ending: set[str] = set()
         self._queue: deque[str] = deque()
         self._wake = anyio.Event()
 
     async def run(self) -> None:
-        """End the reported sessions one after the other (in the hub's task group)."""
+        """End the reported sessions one after the other (in the supervisor's task group)."""
         while True:
             while self._queue:
                 await self._end(self._queue.popleft())
@@ -48,7 +52,7 @@ class WriteFailures:
             type(error).__name__,
             extra={"event": REASON, "session_id": session_id},
         )
-        if session_id in self._ending or self.hub.shutting_down:
+        if session_id in self._ending or self._stopping():
             return
         self._ending.add(session_id)
         self._queue.append(session_id)
@@ -56,7 +60,7 @@ class WriteFailures:
 
     async def _end(self, session_id: str) -> None:
         try:
-            await self.hub.end_session(session_id, "error", REASON, run_status="failed")
+            await self._end_session(session_id, "error", REASON, "failed")
         except Exception:  # noqa: BLE001 - already ended, or the store is gone: logged
             log.exception("could not end a session after a failed write")
         finally:

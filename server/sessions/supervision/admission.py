@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agent_bridge import Workspace, WorkspaceError
 from server import metrics
-from server.sessions.agents import AgentConfig
+from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Forbidden, LimitReached, NotFound
 from server.sessions.services import Services
 from server.settings import Settings

@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import anyio
 
-from agent_bridge import AgentExited, AgentStartError, ProtocolBroken, RpcError
+from agent_bridge import AcpClient, AgentExited, AgentStartError, ProtocolBroken, RpcError
 from server import metrics
-from server.sessions.agent_controls import after_start
-from server.sessions.mcp_servers import session_servers, transport_allowed
+from server.sessions.agents.config import AgentConfig
+from server.sessions.agents.mcp_servers import session_servers, transport_allowed
+from server.sessions.live.controls import Controls
+from server.sessions.services import Services
 from store import Database
 from store import messages as message_store
 from store import sessions as session_store
 
-if TYPE_CHECKING:
-    from server.sessions.live_session import LiveSession
-
-__all__ = ["Restore", "choose_mcp_servers", "handshake", "last_cost"]
+__all__ = ["Restore", "Started", "choose_mcp_servers", "handshake", "last_cost"]
 
 log = logging.getLogger("agent_sessions.sessions")
 
@@ -36,31 +34,52 @@ class Restore:
     mcp_servers: tuple[str, ...] = ()  # MCP servers a new session adds, by name
 
 
-async def handshake(live: LiveSession, restore: Restore) -> None:
+@dataclass
+class Started:
+    """What the handshake learned: whether the next prompt must hand the agent the stored
+    transcript, the agent's cost so far (None: a fresh session, nothing to restore), and
+    the MCP servers it could not take."""
+
+    needs_context: bool
+    cost_seen: float | None = None
+    mcp_refused: list[str] = field(default_factory=list)
+
+
+async def handshake(
+    session_id: str,
+    client: AcpClient,
+    services: Services,
+    agent: AgentConfig,
+    controls: Controls,
+    restore: Restore,
+    needs_context: bool,
+) -> Started:
     """Open the agent's session and store its id (and whether the next prompt must hand
     the agent the stored transcript)."""
-    client, services = live.client, live.services
+    started_state = Started(needs_context)
     timeout, step = services.settings.agent_start_timeout, "initialize"
     started = time.perf_counter()
     try:
         with anyio.fail_after(timeout):
             await client.initialize()
-            if live.agent.auth_method and client.auth_method_ids:
+            if agent.auth_method and client.auth_method_ids:
                 step = "authenticate"
-                await client.authenticate(live.agent.auth_method)
-            choose_mcp_servers(live, restore.mcp_servers)
+                await client.authenticate(agent.auth_method)
+            started_state.mcp_refused = choose_mcp_servers(
+                session_id, agent, client, controls, restore.mcp_servers
+            )
             step = "session/new"
             if restore.agent_session_id and client.can_load:
                 step = "session/load"
                 await client.load_session(restore.agent_session_id)
-                live.cost_seen = await last_cost(services.db, live.id)
+                started_state.cost_seen = await last_cost(services.db, session_id)
             elif restore.agent_session_id and client.can_resume:
                 step = "session/resume"
                 await client.resume_session(restore.agent_session_id)
-                live.cost_seen = await last_cost(services.db, live.id)
+                started_state.cost_seen = await last_cost(services.db, session_id)
             else:
                 await client.new_session()
-                live.needs_context = live.needs_context or restore.has_history
+                started_state.needs_context = needs_context or restore.has_history
     except TimeoutError:
         conn = client.connection
         raise AgentStartError(
@@ -89,37 +108,43 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
             conn.exit_code,
             conn.stderr_tail,
         ) from None
-    await after_start(live)  # the agent's controls; what the session kept, re-applied
+    await controls.after_start()  # the agent's controls; what the session kept, re-applied
     metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
         await session_store.update_session(
             db,
-            live.id,
+            session_id,
             agent_session_id=client.session_id,
-            needs_context=live.needs_context,
-            controls=live.translator.controls.view(),
+            needs_context=started_state.needs_context,
+            controls=controls.state.view(),
         )
+    return started_state
 
 
-def choose_mcp_servers(live: LiveSession, added: tuple[str, ...] = ()) -> None:
+def choose_mcp_servers(
+    session_id: str,
+    agent: AgentConfig,
+    client: AcpClient,
+    controls: Controls,
+    added: tuple[str, ...] = (),
+) -> list[str]:
     """The agent's default MCP servers and the session's own, as ACP wants them; an
-    ``http``/``sse`` one the agent cannot take is left out and named in
-    ``live.mcp_refused`` (create refuses the session with it)."""
-    controls = live.translator.controls
-    servers = session_servers(
-        live.agent.mcp_catalog, live.agent.mcp_servers, [*controls.mcp_servers, *added]
-    )
-    caps = live.client.agent_capabilities
+    ``http``/``sse`` one the agent cannot take is left out and named in what this returns
+    (create refuses the session with it)."""
+    state = controls.state
+    servers = session_servers(agent.mcp_catalog, agent.mcp_servers, [*state.mcp_servers, *added])
+    caps = client.agent_capabilities
     allowed = [s for s in servers if transport_allowed(s, caps)]
-    live.mcp_refused = [s.name for s in servers if s not in allowed]
-    if live.mcp_refused:
+    refused = [s.name for s in servers if s not in allowed]
+    if refused:
         log.warning(
             "MCP servers left out: the agent takes no %s",
             "/".join(sorted({s.transport for s in servers if s not in allowed})),
-            extra={"session_id": live.id, "mcp_servers": live.mcp_refused},
+            extra={"session_id": session_id, "mcp_servers": refused},
         )
-    controls.mcp_servers = [s.name for s in allowed]
-    live.client.mcp_servers = [s.acp() for s in allowed]
+    state.mcp_servers = [s.name for s in allowed]
+    client.mcp_servers = [s.acp() for s in allowed]
+    return refused
 
 
 async def last_cost(database: Database, session_id: str) -> float:

@@ -1,17 +1,20 @@
-"""A live session: one agent process, its handshake, its turns (``TurnRunner``), its
-permission requests (``PermissionGate``) and elicitations (``ElicitationGate``), and the
-translation of what the agent sends into stored, published messages. It is given its
-services at construction and never reaches back into the hub: the hub supervises ``run``
-and cleans up when it returns."""
+"""A live session: one agent process and its handshake, and the members it has: its
+``turns`` (``Turns``), its ``questions`` (permission requests and elicitations, one
+mechanism: ``Questions``) and its ``controls`` (``Controls``). It translates what the
+agent sends into stored, published messages. It is given its services at construction
+and never sees the registry or the supervisor: the supervisor runs ``run`` and cleans
+up when it returns."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
 from agent_bridge import (
     SESSION_ENV,
@@ -24,29 +27,34 @@ from agent_bridge import (
 from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.logs import log_context
-from server.sessions import agent_controls
-from server.sessions.agents import AgentConfig
-from server.sessions.controls import ControlsState
-from server.sessions.elicitation_gate import ElicitationGate
-from server.sessions.handshake import Restore, handshake
-from server.sessions.live_base import Stop
-from server.sessions.pending import PendingRequest
-from server.sessions.permission_gate import PermissionGate
+from server.sessions.agents.config import AgentConfig
+from server.sessions.live.controls import Controls
+from server.sessions.live.controls_state import ControlsState
+from server.sessions.live.handshake import Restore, handshake
+from server.sessions.live.prompt_content import PromptContent
+from server.sessions.live.questions import Questions
+from server.sessions.live.staging import stage
+from server.sessions.live.translate import Translator
+from server.sessions.live.turn import Turn
+from server.sessions.live.turns import Turns
 from server.sessions.services import CLEANUP_SECONDS, Services
-from server.sessions.translate import Translator
-from server.sessions.turn import Turn
-from server.sessions.turn_runner import TurnRunner
 from server.sessions.workspaces.service import session_root
 from server.stream.writer import Draft
 from store import SessionRecord
-from store import sessions as session_store
+from store.operations import SetTitle, WriteOp
 
 __all__ = ["LiveSession", "Restore"]
 
 log = logging.getLogger("agent_sessions.session")
 
 
-class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
+@dataclass
+class Stop:
+    run_status: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class LiveSession:
     def __init__(
         self,
         services: Services,
@@ -66,24 +74,19 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         self.env = env = {**env, SESSION_ENV: record.id}
         self.translator = Translator()
         self.translator.controls = ControlsState(record.controls)  # as last known
-        self.controls_busy = 0  # client changes of the controls on their way to the agent
-        self.controls_started = False  # before: control updates are part of the start state
-        self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
-        self.turn = None
-        self.pending: dict[str, PendingRequest] = {}
         self.needs_context = record.needs_context
         self.stderr_tail = ""
         self.cost_seen = 0.0  # the agent's cumulative cost so far (usage_update.cost)
-        self._stop = None
+        self._stop: Stop | None = None
         # Set when the agent exited on its own (not stopped): how it ended.
         self.crashed = False
         self.exit_code: int | None = None
         self.failure: str | None = None
         self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
         self._stop_requested = anyio.Event()
-        # Set by the supervisor (the hub) once its cleanup after ``run`` is done.
+        # Set by the supervisor once its cleanup after ``run`` is done.
         self.finished = anyio.Event()
-        self._tg = None
+        self._tg: TaskGroup | None = None
         self.workspace = Workspace(repo_path, context={"session_id": self.id})
         self.terminals = TerminalHost(self.workspace, base_env=env, context={"session_id": self.id})
         self.client = AcpClient(
@@ -93,6 +96,80 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             request_timeout=services.settings.agent_start_timeout,
             elicitation=True,
         )
+        self.turns = Turns(self)
+        self.questions = Questions(
+            self.id,
+            services.writer,
+            services.settings.permission_timeout,
+            self.translator,
+            self._current_turn,
+            self._pause,
+        )
+        self.controls = Controls(
+            self.id,
+            self.translator.controls,
+            (record.controls, record.agent_config),  # as stored at the start
+            self.client,
+            services.writer,
+            self._current_turn,
+        )
+
+    # -- what the members share ----------------------------------------------------------
+
+    @property
+    def turn(self) -> Turn | None:
+        """The running turn, if any."""
+        return self.turns.current
+
+    def _current_turn(self) -> Turn | None:
+        return self.turns.current
+
+    @property
+    def pending(self) -> dict[str, Any]:
+        """The questions asked and not yet answered, by request id."""
+        return self.questions.pending
+
+    @property
+    def running(self) -> bool:
+        """The agent answered its handshake and the session's task group runs."""
+        return self._tg is not None
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``func`` in the session's task group (nothing once it is gone)."""
+        if self._tg is not None:
+            self._tg.start_soon(func, *args)
+
+    def _pause(self, turn: Turn) -> None:
+        self.start_soon(self.turns.cancel, turn)
+
+    def request_stop(self, run_status: str) -> None:
+        """Stop the agent (its turn's run ends ``run_status``) without waiting."""
+        if self._stop is None:
+            self._stop = Stop(run_status)
+            self._stop_requested.set()
+
+    async def start_turn(
+        self,
+        text: str,
+        *,
+        max_steps: int,
+        step_base: int = 0,
+        resumed_from: str | None = None,
+        parent_run_id: str | None = None,
+        content: PromptContent | None = None,
+    ) -> str:
+        """Start a turn (see ``Turns.start``); its run id once stored."""
+        return await self.turns.start(
+            text,
+            max_steps=max_steps,
+            step_base=step_base,
+            resumed_from=resumed_from,
+            parent_run_id=parent_run_id,
+            content=content,
+        )
+
+    async def cancel_turn(self) -> None:
+        await self.turns.cancel_current()
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -129,7 +206,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 self.client.bind(conn)
                 metrics.AGENT_PROCESSES.inc()
                 try:
-                    await handshake(self, restore)
+                    await self._handshake(restore)
                     started = True
                     task_status.started()
                     async with anyio.create_task_group() as tg:
@@ -159,11 +236,26 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 self.exit_code, self.failure = conn.exit_code, conn.failure
         finally:
             # The agent is gone: nobody waits for an answer to its questions any more.
-            self._cancel_pending("session_ended" if self._stop is not None else "agent_exited")
+            self.questions.cancel("session_ended" if self._stop is not None else "agent_exited")
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             if not started:
                 log.info("agent start failed", extra={"session_id": self.id})
+
+    async def _handshake(self, restore: Restore) -> None:
+        started = await handshake(
+            self.id,
+            self.client,
+            self.services,
+            self.agent,
+            self.controls,
+            restore,
+            self.needs_context,
+        )
+        self.needs_context = started.needs_context
+        self.mcp_refused = started.mcp_refused
+        if started.cost_seen is not None:
+            self.cost_seen = started.cost_seen
 
     @property
     def stop_deadline(self) -> float:
@@ -173,9 +265,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
 
     async def stop(self, run_status: str) -> None:
         """Cancel any turn (its run ends ``run_status``), stop the agent, and wait."""
-        if self._stop is None:
-            self._stop = Stop(run_status)
-            self._stop_requested.set()
+        self.request_stop(run_status)
         with anyio.move_on_after(self.stop_deadline, shield=True):
             await self.finished.wait()
         if not self.finished.is_set():
@@ -186,11 +276,21 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         if turn is None:
             return
         turn.final_status = run_status
-        await self._cancel_turn(turn)
+        await self.turns.cancel(turn)
         with anyio.move_on_after(self.services.settings.agent_stop_grace):
             await turn.done.wait()
 
     # -- agent → host (ClientCallbacks) -------------------------------------------------
+
+    async def on_permission_request(
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
+        return self.questions.ask_permission(params, raw)
+
+    async def on_elicitation_request(
+        self, params: JsonObject, raw: JsonObject
+    ) -> Awaitable[JsonObject]:
+        return self.questions.ask_elicitation(params, raw)
 
     async def on_session_update(
         self, update: JsonObject, raw: JsonObject, *, replayed: bool
@@ -208,7 +308,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             return
         writer = self.services.writer
         drafts: list[Draft] = []
-        ops: list[Any] = []
+        ops: list[WriteOp] = []
         for update, raw in updates:
             turn = self.turn
             try:
@@ -224,7 +324,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 )
                 writer.submit(self.id, drafts, ops)
                 drafts, ops = [], []
-                await self._cancel_turn(turn)
+                await self.turns.cancel(turn)
         if drafts or ops:
             writer.submit(self.id, drafts, ops)
         if writer.over_capacity:
@@ -236,12 +336,10 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         raw: JsonObject,
         turn: Turn | None,
         drafts: list[Draft],
-        ops: list[Any],
+        ops: list[WriteOp],
     ) -> None:
         """Translate one update; add its drafts and ops (in order) to the batch's."""
-        outputs, control_ops = agent_controls.from_agent(
-            self, self.translator.translate(update, raw)
-        )
+        outputs, control_ops = self.controls.from_agent(self.translator.translate(update, raw))
         kind = update.get("sessionUpdate")
         if kind == "usage_update":
             cost = update.get("cost")
@@ -250,14 +348,9 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 self.cost_seen = float(amount)
             if turn is not None:
                 turn.note_cost(cost)
-        staged, tool_ops = self._stage(outputs, turn)
+        staged, tool_ops = stage(outputs, turn)
         drafts += staged
         ops += tool_ops
         if kind == "session_info_update" and isinstance(update.get("title"), str):
-            title = update["title"]
-
-            async def set_title(db: Any) -> None:
-                await session_store.update_session(db, self.id, title=title)
-
-            ops.append(set_title)
+            ops.append(SetTitle(self.id, update["title"]))
         ops += control_ops
