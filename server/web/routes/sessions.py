@@ -53,8 +53,9 @@ async def session_json(
 async def session_json_in(
     db: AsyncSession, record: SessionRecord, *, messages: bool = False
 ) -> dict[str, object]:
-    """``session_json`` in the caller's read transaction: a request reads in one (each
-    read transaction through the ORM and aiosqlite is ~0.5 ms of CPU)."""
+    """``session_json`` in the caller's read transaction: a request reads in one, because
+    each read transaction through the ORM and aiosqlite costs a measurable share of a
+    request (bench/results/notes.md)."""
     repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
     view = session_view(record, repo)
