@@ -3,14 +3,12 @@ as which commit, kept on the session so that a review shows the merged state."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from server.stream.frames import iso
-from store import sessions as session_store
+from server.stream.writer import Writer
 from store import utcnow
-
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
+from store.operations import SetMerged
 
 __all__ = ["MergedState", "record_merged"]
 
@@ -21,10 +19,9 @@ class MergedState(TypedDict):
     at: str
 
 
-async def record_merged(hub: Hub, session_id: str, commit: str | None, into: str) -> None:
+async def record_merged(writer: Writer, session_id: str, commit: str | None, into: str) -> None:
     """Store the merge that just went through (a later merge replaces it)."""
     at = iso(utcnow())
     assert at is not None
     state: MergedState = {"commit": commit, "into": into, "at": at}
-    async with hub.db.write() as db, db.begin():
-        await session_store.update_session(db, session_id, merged=dict(state))
+    await writer.submit(None, (), [SetMerged(session_id, dict(state))]).wait()

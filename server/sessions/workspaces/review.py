@@ -9,37 +9,37 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from agent_bridge import Workspace
 from agent_bridge.workspace import FileNotFound, FileRefused, PathOutsideWorkspace
 from server.contents import ReviewComment, ReviewContent, TextContent, as_json
 from server.sessions.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, TurnInProgress
-from server.sessions.prompt_content import PromptContent
+from server.sessions.live.prompt_content import PromptContent
+from server.sessions.records import get_record
+from server.sessions.services import Services
 from server.sessions.workspaces import checkpoints, tree
 from server.sessions.workspaces.changes import DIFF_OPTIONS, SessionChanges
 from server.sessions.workspaces.git import run_git
 from server.sessions.workspaces.hunks import HunkMismatch, parse_hunks, unapply
 from server.sessions.workspaces.operations import changes
-from server.sessions.workspaces.service import in_thread, session_lock, session_root, turn_running
+from server.sessions.workspaces.service import in_thread, session_lock, session_root
 from server.stream.writer import Draft
 from store import SessionRecord
 from store import repos as repo_store
 
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
-
 __all__ = [
-    "Comment",
     "FileRead",
+    "LineComment",
+    "TurnRunning",
+    "list_tree",
     "read_file",
     "review_prompt",
     "revert",
-    "list_tree",
 ]
 
 log = logging.getLogger("agent_sessions.review")
@@ -48,9 +48,13 @@ RAW_LIMIT = 10 * 1024 * 1024  # ``raw=true``: the largest file served at all
 
 Side = Literal["new", "old"]
 
+TurnRunning = Callable[[str], bool]
+"""Whether a session has a turn running on this node (the registry's answer, passed in
+so that this module never sees the registry)."""
+
 
 @dataclass(slots=True)
-class Comment:
+class LineComment:
     """One line comment of a review request (already checked for shape); ``path`` becomes
     relative to the workspace once confined."""
 
@@ -68,15 +72,15 @@ class FileRead:
     binary: bool
 
 
-async def _context(hub: Hub, session_id: str) -> tuple[SessionRecord, Path, Path]:
+async def _context(services: Services, session_id: str) -> tuple[SessionRecord, Path, Path]:
     """(record, repository, workspace root) of a session."""
-    record = await hub.get_record(session_id)
-    async with hub.db.read() as db:
+    record = await get_record(services.db, session_id)
+    async with services.db.read() as db:
         repo = await repo_store.get_repo(db, record.repo_id)
     if repo is None:
         raise NotFound("repo", record.repo_id)
     repo_path = Path(repo.path)
-    return record, repo_path, session_root(hub.settings, record, repo_path)
+    return record, repo_path, session_root(services.settings, record, repo_path)
 
 
 @contextmanager
@@ -108,8 +112,10 @@ def _in_repo(record: SessionRecord, ref: str) -> str:
     return ref
 
 
-async def list_tree(hub: Hub, session_id: str, path: str, ref: str | None) -> list[tree.Entry]:
-    record, repo, root = await _context(hub, session_id)
+async def list_tree(
+    services: Services, session_id: str, path: str, ref: str | None
+) -> list[tree.Entry]:
+    record, repo, root = await _context(services, session_id)
     with _confined(path):
         if ref is None:
             return await in_thread(tree.workspace_entries, _workspace(root, record.id), path)
@@ -129,12 +135,14 @@ def _read_workspace(root: Path, session_id: str, path: str, limit: int) -> tree.
         raise NotADirectoryError(path) from None
 
 
-async def read_file(hub: Hub, session_id: str, path: str, ref: str | None, raw: bool) -> FileRead:
+async def read_file(
+    services: Services, session_id: str, path: str, ref: str | None, raw: bool
+) -> FileRead:
     """A file's bytes; 413 over ``MAX_EMBED_BYTES`` unless ``raw``."""
     if not path:
         raise Invalid("path names a file of the workspace.", field="path")
-    record, repo, root = await _context(hub, session_id)
-    limit = RAW_LIMIT if raw else hub.settings.max_embed_bytes
+    record, repo, root = await _context(services, session_id)
+    limit = RAW_LIMIT if raw else services.settings.max_embed_bytes
     with _confined(path):
         try:
             if ref is None:
@@ -210,22 +218,28 @@ def _revert(
         raise Conflict("file_changed", f"{path!r} changed meanwhile ({exc}).") from None
 
 
-async def revert(hub: Hub, session_id: str, path: str, hunks: list[int] | None) -> SessionChanges:
+async def revert(
+    services: Services,
+    turn_running: TurnRunning,
+    session_id: str,
+    path: str,
+    hunks: list[int] | None,
+) -> SessionChanges:
     """Put a changed file (or some hunks of it) back as at ``baseCommit``; a ``review``
     message records it. The changes answer after it."""
-    record, repo, root = await _context(hub, session_id)
-    if turn_running(hub, session_id):
+    record, repo, root = await _context(services, session_id)
+    if turn_running(session_id):
         raise TurnInProgress("A turn is running; wait for it or cancel it before reverting.")
     with _confined(path):
         relative = tree.checked_relative(root, path, record.id)
-    current = await changes(hub, session_id, None)
+    current = await changes(services, session_id, None)
     change = next((f for f in current["files"] if f["path"] == relative), None)
     if change is None:
         raise Conflict("nothing_to_revert", f"{path!r} has no change to revert.", {"path": path})
     if hunks is not None and change["binary"]:
         raise Invalid(f"{path!r} is binary: revert the whole file.", field="hunks")
     base = record.base_commit or checkpoints.EMPTY_TREE
-    async with session_lock(hub.writer, session_id):
+    async with session_lock(services.writer, session_id):
         with _confined(path):
             await in_thread(_revert, root, record.id, base, relative, change["oldPath"], hunks)
     content: ReviewContent = {
@@ -235,16 +249,16 @@ async def revert(hub: Hub, session_id: str, path: str, hunks: list[int] | None) 
         "hunks": hunks,
         "by": "client",
     }
-    hub.writer.open_session(record.id, record.last_seq)
-    await hub.writer.submit(record.id, [Draft("system", as_json(content))]).wait()
+    services.writer.open_session(record.id, record.last_seq)
+    await services.writer.submit(record.id, [Draft("system", as_json(content))]).wait()
     log.info("review revert", extra={"session_id": session_id, "path": relative})
-    return await changes(hub, session_id, None)
+    return await changes(services, session_id, None)
 
 
 # -- comments to the agent --------------------------------------------------------------
 
 
-def _quoted_line(repo: Path, root: Path, base: str | None, key: str, comment: Comment) -> str:
+def _quoted_line(repo: Path, root: Path, base: str | None, key: str, comment: LineComment) -> str:
     """The commented line's text (new: the workspace now; old: the file at baseCommit)."""
     if comment.side == "new":
         data = tree.workspace_file(_workspace(root, key), comment.path).data
@@ -264,7 +278,7 @@ def _quoted_line(repo: Path, root: Path, base: str | None, key: str, comment: Co
     return lines[comment.line - 1]
 
 
-def compose(comments: list[Comment], quoted: list[str], text: str | None) -> str:
+def compose(comments: list[LineComment], quoted: list[str], text: str | None) -> str:
     """The prompt: each comment under the line it is about, then the reviewer's text."""
     parts = ["Review of your changes. Please address each comment."]
     for comment, line in zip(comments, quoted, strict=True):
@@ -278,11 +292,17 @@ def compose(comments: list[Comment], quoted: list[str], text: str | None) -> str
 
 
 async def review_prompt(
-    hub: Hub, session_id: str, comments: list[Comment], text: str | None, max_bytes: int
-) -> str:
-    """Start a turn with the review's prompt; the run id."""
-    record, repo, root = await _context(hub, session_id)
-    if turn_running(hub, session_id):
+    services: Services,
+    turn_running: TurnRunning,
+    session_id: str,
+    comments: list[LineComment],
+    text: str | None,
+) -> PromptContent:
+    """The review's prompt (each commented line quoted, checked against the workspace and
+    ``MAX_PROMPT_BYTES``), for the facade to start as a turn."""
+    max_bytes = services.settings.max_prompt_bytes
+    record, repo, root = await _context(services, session_id)
+    if turn_running(session_id):
         raise TurnInProgress("A turn is running; send the review when it ends.")
     quoted: list[str] = []
     for comment in comments:
@@ -299,5 +319,4 @@ async def review_prompt(
         for c, q in zip(comments, quoted, strict=True)
     ]
     stored: TextContent = {"type": "text", "text": prompt, "comments": stored_comments}
-    content = PromptContent(prompt, [{"type": "text", "text": prompt}], stored)
-    return await hub.prompt(session_id, prompt, content=content)
+    return PromptContent(prompt, [{"type": "text", "text": prompt}], stored)

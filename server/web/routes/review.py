@@ -8,7 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
-from server.sessions.workspaces import review
+from server.sessions import LineComment
 from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -55,7 +55,7 @@ async def tree(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     path = request.query_params.get("path", "")
-    entries = await review.list_tree(state.hub, session_id, path, _ref(request))
+    entries = await state.sessions.tree(session_id, path, _ref(request))
     return JSONResponse({"entries": entries})
 
 
@@ -64,7 +64,7 @@ async def file(request: Request) -> Response:
     session_id = session_id_param(request)
     path = request.query_params.get("path", "")
     raw = bool(query_bool(request, "raw"))
-    found = await review.read_file(state.hub, session_id, path, _ref(request), raw)
+    found = await state.sessions.read_file(session_id, path, _ref(request), raw)
     media = "application/octet-stream" if found.binary else _TEXT
     return Response(found.data, media_type=media, headers={"Cache-Control": "no-store"})
 
@@ -72,23 +72,21 @@ async def file(request: Request) -> Response:
 async def revert(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     raw = await read_json(request, state.settings.max_body_bytes)
     body = decode(_integers(raw), RevertBody)
-    found = await review.revert(state.hub, session_id, body.path, body.hunks)
+    found = await state.sessions.revert(session_id, body.path, body.hunks)
     return JSONResponse(found)
 
 
 async def send_review(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     raw = await read_json(request, state.settings.max_body_bytes)
     body = decode(_integers(raw), ReviewBody)
-    comments = [review.Comment(c.path, c.line, c.side, c.body) for c in body.comments]
-    run_id = await review.review_prompt(
-        state.hub, session_id, comments, body.text, state.settings.max_prompt_bytes
-    )
+    comments = [LineComment(c.path, c.line, c.side, c.body) for c in body.comments]
+    run_id = await state.sessions.review(session_id, comments, body.text)
     return JSONResponse({"runId": run_id}, status_code=202)
 
 
