@@ -22,6 +22,15 @@ from server.sessions.errors import (
 from server.sessions.facade import NewSession, Sessions
 from server.sessions.live.controls_state import empty_controls
 
+# The stored records and filters the web renders and passes back: the domain's shapes,
+# named here so the web never imports the store.
+from store import Repo, Run, SessionRecord, ToolCall
+from store.message_row import MessageRow
+from store.messages import MessageFilter
+from store.runs import RunFilter
+from store.sessions import SessionFilter
+from store.stats import GroupBy, StatsQuery
+
 __all__ = [
     "DEFAULT_AGENT_ID",
     "ActiveRecently",
@@ -31,11 +40,21 @@ __all__ = [
     "DomainError",
     "Forbidden",
     "Invalid",
+    "GroupBy",
     "LimitReached",
+    "MessageFilter",
+    "MessageRow",
     "NewSession",
     "NotFound",
+    "Repo",
+    "Run",
+    "RunFilter",
+    "SessionFilter",
     "SessionNotActive",
+    "SessionRecord",
     "Sessions",
+    "StatsQuery",
+    "ToolCall",
     "TooLarge",
     "TurnInProgress",
     "Unavailable",
