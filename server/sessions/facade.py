@@ -26,7 +26,8 @@ from server.contents import ControlsView
 from server.sessions import answers
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
-from server.sessions.errors import SessionNotActive
+from server.sessions.catalog import Listing, Repos, Runs, Stats
+from server.sessions.errors import Conflict, SessionNotActive
 from server.sessions.history import archive
 from server.sessions.history import log as history
 from server.sessions.history.transcript import ChatEntry
@@ -48,7 +49,7 @@ from server.sessions.workspaces.tree import Entry
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
-from store import Database, SessionRecord
+from store import Database, Run, SessionRecord
 from store import repos as repo_store
 from store.models import Attachment
 from store.operations import DeleteSession
@@ -88,6 +89,11 @@ class Sessions:
         self.supervisor = supervisor
         self.agents = agents
         self._rewinds = KeyedLocks()
+        # What is stored, as the web lists and shows it (one read transaction a call).
+        self.listing = Listing(services.db)
+        self.runs = Runs(services.db)
+        self.stats = Stats(services.db)
+        self.repos = Repos(services.db, self.remove_repo_worktrees)
 
     @property
     def shutting_down(self) -> bool:
@@ -194,6 +200,43 @@ class Sessions:
     def resuming(self, run_id: str) -> AbstractAsyncContextManager[None]:
         """Held while a run's resume is checked and started (one at a time per run)."""
         return self.registry.resuming(run_id)
+
+    async def resume(self, run: Run, text: str, max_steps: int) -> Run:
+        """Resume a paused or interrupted run with a new turn (one resume at a time per
+        run, and never past the cumulative step cap); the new run as accepted."""
+        if run.status not in ("paused", "interrupted"):
+            raise Conflict(
+                "run_not_paused",
+                f"The run is {run.status}; only paused or interrupted runs resume.",
+            )
+        async with self.resuming(run.id):
+            later, steps = await self.runs.resume_state(run)
+            if later is not None:
+                raise Conflict(
+                    "run_not_paused",
+                    f"The run was already resumed by run {later.id}; resume that one.",
+                    {"resumedBy": later.id},
+                )
+            cap = self.services.settings.max_total_steps_per_run
+            if steps >= cap:
+                raise Conflict(
+                    "step_limit_reached",
+                    f"The run has used {steps} of its {cap} cumulative steps.",
+                    {"limit": cap, "stepCount": steps},
+                )
+            new_id = await self.prompt(
+                run.session_id,
+                text,
+                max_steps=min(max_steps, cap - steps),
+                step_base=steps,
+                resumed_from=run.id,
+                parent_run_id=run.parent_run_id,
+            )
+        new_run = await self.runs.get(new_id)
+        # The run as accepted, at the step it starts from: its first tool calls may already
+        # be stored (the writer commits within a millisecond or two of them).
+        new_run.step_count = steps
+        return new_run
 
     async def cancel(self, session_id: str) -> None:
         record = await self.get(session_id)
@@ -320,6 +363,10 @@ class Sessions:
         return found
 
     # -- lifetime ----------------------------------------------------------------------
+
+    async def ping(self) -> None:
+        """The database answers (readiness)."""
+        await self.services.db.ping()
 
     @classmethod
     def build(

@@ -10,9 +10,8 @@ import msgspec
 from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.contents import as_json
-from server.sessions import empty_controls
+from server.sessions import Repo, Run, SessionRecord, ToolCall, empty_controls
 from server.stream.frames import iso, message_view
-from store import Repo, Run, SessionRecord, ToolCall
 
 __all__ = [
     "iso",

@@ -19,7 +19,7 @@ async def healthz(_request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     try:
-        await app_state(request).db.ping()
+        await app_state(request).sessions.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
     return JSONResponse({"status": "ready"})

@@ -15,19 +15,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
-from server.sessions import DomainError, NotFound
+from server.sessions import DomainError, MessageRow, NotFound, SessionRecord
 from server.stream.frames import ack_frame, error_frame, stored_frame
 from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
-from server.web.routes.sessions import session_json_in
 from server.web.state import AppState, app_state
+from server.web.views import session_view
 from server.web.ws_sender import FrameSender
-from store import SessionRecord
-from store import replay as replay_store
-from store.message_row import MessageRow
 
 log = logging.getLogger("agent_sessions.ws")
 
@@ -91,11 +88,8 @@ async def _first_reads(
 ) -> tuple[SessionRecord, dict[str, object], Sequence[MessageRow]]:
     """The session, its view for the hello and the first replay page, in one read
     transaction (one snapshot): a viewer's connect is mostly its reads."""
-    async with state.db.read() as db:
-        record = await state.sessions.get(session_id, db)
-        view = await session_json_in(db, record)
-        page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
-    return record, view, page
+    page = await state.sessions.listing.first_replay(session_id, after, limit=REPLAY_PAGE)
+    return page.record, session_view(page.record, page.repo), page.rows
 
 
 def _uuid(raw: str) -> str:
@@ -119,8 +113,7 @@ async def _replay(
             cursor = page[-1].seq
         if len(page) < REPLAY_PAGE:
             return cursor
-        async with state.db.read() as db:
-            page = await replay_store.frame_rows(db, session_id, cursor, limit=REPLAY_PAGE)
+        page = await state.sessions.listing.replay(session_id, cursor, limit=REPLAY_PAGE)
 
 
 async def _send_live(
