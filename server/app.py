@@ -171,6 +171,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             hub = Hub(settings, db, writer, broker, agents, cluster, clock)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)
+                await tg.start(hub.sandbox.run)  # decided before any agent starts
                 await tg.start(hub.run)
                 await tg.start(cluster.run)
                 await hub.recover()

@@ -167,6 +167,53 @@ def _hosts(raw: str) -> tuple[str, ...]:
     return tuple(hosts)
 
 
+def _bytes(raw: str) -> int | None:
+    """A size in bytes, with an optional K, M, G or T suffix (powers of 1024); empty or
+    ``max`` for no limit."""
+    value = raw.strip().upper().removesuffix("B")
+    if value in ("", "MAX"):
+        return None
+    scale = 1
+    if value and value[-1] in "KMGT":
+        scale = 1024 ** ("KMGT".index(value[-1]) + 1)
+        value = value[:-1]
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError("must be a size like 4G, 512M or 1073741824") from None
+    if not 1 <= number * scale < 2**63:
+        raise ValueError("must be a size like 4G, 512M or 1073741824")
+    return int(number * scale)
+
+
+def _optional_int(minimum: int) -> Callable[[str], int | None]:
+    def parse(raw: str) -> int | None:
+        return None if raw.strip().lower() in ("", "max") else _int(minimum)(raw)
+
+    return parse
+
+
+def _optional_float(minimum: float) -> Callable[[str], float | None]:
+    def parse(raw: str) -> float | None:
+        return None if raw.strip().lower() in ("", "max") else _float(minimum)(raw)
+
+    return parse
+
+
+def _host_patterns(raw: str) -> tuple[str, ...]:
+    """Comma-separated host names, each maybe ``*.`` + a domain (no port, no scheme)."""
+    patterns = []
+    for item in raw.split(","):
+        name = item.strip().lower().rstrip(".")
+        if not name:
+            continue
+        bare = name.removeprefix("*.")
+        if not bare or "*" in bare or any(c in bare for c in "/@: "):
+            raise ValueError(f"{item.strip()!r} is not a host name or *.domain pattern")
+        patterns.append(name)
+    return tuple(patterns)
+
+
 def _is_ipv6(name: str) -> bool:
     try:
         return ipaddress.ip_address(name.strip("[]")).version == 6
@@ -241,6 +288,33 @@ class Settings:
         _choice("auto", "v2", "freezer", "pids", "off"),
         "auto",
         "a cgroup per agent (auto: the first writable of v2, freezer, pids), or off",
+    )
+    agent_sandbox: str = _setting(
+        "AGENT_SANDBOX",
+        _choice("auto", "on", "off"),
+        "auto",
+        "bubblewrap around every agent: auto (where it works), on (required) or off",
+    )
+    agent_network: str = _setting(
+        "AGENT_NETWORK",
+        _choice("open", "none", "proxy"),
+        "open",
+        "a sandboxed agent's network: open, none (loopback only) or proxy (allowed hosts)",
+    )
+    agent_network_allow: tuple[str, ...] = _setting(
+        "AGENT_NETWORK_ALLOW",
+        _host_patterns,
+        "",
+        "hosts the egress proxy lets through, comma-separated (*.example.com allowed)",
+    )
+    agent_memory_max: int | None = _setting(
+        "AGENT_MEMORY_MAX", _bytes, "4G", "memory per agent (its cgroup), bytes or K/M/G"
+    )
+    agent_pids_max: int | None = _setting(
+        "AGENT_PIDS_MAX", _optional_int(1), "1024", "processes per agent (its cgroup)"
+    )
+    agent_cpu_max: float | None = _setting(
+        "AGENT_CPU_MAX", _optional_float(0.01), "", "CPU cores per agent (its cgroup)"
     )
     max_prompt_bytes: int = _setting("MAX_PROMPT_BYTES", _int(1), "1048576", "prompt size limit")
     max_body_bytes: int = _setting("MAX_BODY_BYTES", _int(1), "2097152", "request body size limit")

@@ -113,6 +113,13 @@ class Workspace(_Shape):
     base_commit: str | None
 
 
+class Sandbox(_Shape):
+    """API.md "Agent sandbox": whether the session's agent runs walled in, its network."""
+
+    enabled: bool
+    network: Literal["open", "none", "proxy"]
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -129,6 +136,7 @@ class Session(msgspec.Struct, rename="camel"):
     metadata: JsonObject
     workspace: Workspace
     controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    sandbox: Sandbox
 
 
 class Message(msgspec.Struct, rename="camel"):

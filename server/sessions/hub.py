@@ -24,6 +24,7 @@ from agent_bridge import AgentCgroups, AgentStartError, agent_environment, kill_
 from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.cluster import Cluster
+from server.sandbox import SandboxHost
 from server.sessions import answers
 from server.sessions import status as state
 from server.sessions.admission import admit, checked_repo_path
@@ -71,7 +72,8 @@ class Hub:
         self.cluster = cluster
         self.owner, self.orphans = process_owner(database.url, cluster.node_id)
         self.cgroups = AgentCgroups(self.owner, settings.agent_cgroups)
-        self.services = Services(settings, database, writer, cluster, clock, self.cgroups)
+        self.sandbox = sandbox = SandboxHost(settings, limit_name=self.cgroups.name)
+        self.services = Services(settings, database, writer, cluster, clock, self.cgroups, sandbox)
         self.db = database
         self.writer = writer
         writer.on_failure = self.write_failures = WriteFailures(self)
@@ -113,7 +115,7 @@ class Hub:
             del self.live[live.id]
 
     def agent_env(self, agent: AgentConfig) -> dict[str, str]:
-        return agent_environment(os.environ, agent.env, self.owner)
+        return self.sandbox.environment(agent, agent_environment(os.environ, agent.env, self.owner))
 
     async def log_active_count(self, change: str, session_id: str) -> None:
         await state.log_active_count(self.services, change, session_id)

@@ -28,11 +28,13 @@ from server.sessions import agent_controls
 from server.sessions.agents import AgentConfig
 from server.sessions.controls import ControlsState
 from server.sessions.elicitation_gate import ElicitationGate
+from server.sessions.errors import SandboxUnavailable
 from server.sessions.handshake import Restore, handshake
 from server.sessions.live_base import Stop
 from server.sessions.pending import PendingRequest
 from server.sessions.permission_gate import PermissionGate
 from server.sessions.services import CLEANUP_SECONDS, Services
+from server.sessions.status import OUT_OF_MEMORY
 from server.sessions.translate import Translator
 from server.sessions.turn import Turn
 from server.sessions.turn_runner import TurnRunner
@@ -109,11 +111,24 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
 
     async def _run(self, restore: Restore, task_status: TaskStatus[None]) -> None:
         settings = self.services.settings
+        argv = self.agent.argv(self.repo_path)
+        sandbox = self.services.sandbox  # its wall (server.sandbox); its commands get one too
+        if sandbox is not None and (refused := sandbox.refusal()) is not None:
+            raise SandboxUnavailable(refused)
+        mcp = [[m.command, *m.args] for m in self.agent.mcp_catalog.values() if m.command]
+        wall = (
+            None
+            if sandbox is None
+            else await sandbox.wall(self.id, self.agent_id, self.repo_path, [argv, *mcp], self.env)
+        )
+        self.terminals.sandbox = wall
         spec = ProcessSpec(
-            argv=self.agent.argv(self.repo_path),
+            argv=argv,
             cwd=self.repo_path,
             env=self.env,
             cgroup=None if self.services.cgroups is None else self.services.cgroups.base,
+            sandbox=wall,
+            limits=None if wall is None or sandbox is None else sandbox.limits,
         )
         crashed = False
         started = False
@@ -126,6 +141,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 polite_stop=lambda _conn: self.client.close_session(),
             ) as conn:
                 self.terminals.cgroup = conn.process.cgroup  # its commands join the agent's
+                self.terminals.limits = conn.process.terminal_limits()
                 self.client.bind(conn)
                 metrics.AGENT_PROCESSES.inc()
                 try:
@@ -157,7 +173,11 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             if crashed:
                 self.crashed = True
                 self.exit_code, self.failure = conn.exit_code, conn.failure
+                if conn.process.out_of_memory:  # its cgroup's OOM killer: the cause
+                    self.failure = OUT_OF_MEMORY
         finally:
+            if sandbox is not None:
+                sandbox.close_egress(self.id)
             # The agent is gone: nobody waits for an answer to its questions any more.
             self._cancel_pending("session_ended" if self._stop is not None else "agent_exited")
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):

@@ -18,6 +18,7 @@ from store import sessions as session_store
 from store import utcnow
 
 __all__ = [
+    "OUT_OF_MEMORY",
     "log_active_count",
     "record_crash",
     "record_start_failure",
@@ -26,6 +27,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("agent_sessions.hub")
+OUT_OF_MEMORY = "agent_out_of_memory"  # LiveSession.failure when the OOM killer ended it
 
 
 def status_draft(status: str, reason: str, detail: JsonObject | None = None) -> Draft:
@@ -76,10 +78,13 @@ async def record_crash(
     stderr_tail: str,
     failure: str | None,
 ) -> None:
-    """The agent exited on its own: the session becomes ``error`` (``agent_exited``, or
-    ``agent_protocol_error`` when it broke the protocol)."""
+    """The agent exited on its own: the session becomes ``error`` (``agent_exited``,
+    ``agent_protocol_error`` when it broke the protocol, ``agent_out_of_memory`` when its
+    cgroup's OOM killer killed it)."""
     reason = "agent_protocol_error" if failure else "agent_exited"
     detail: JsonObject = {"exitCode": exit_code, "stderrTail": stderr_tail}
+    if failure == OUT_OF_MEMORY:
+        reason, failure = OUT_OF_MEMORY, "killed for memory (AGENT_MEMORY_MAX)"
     if failure:
         detail["message"] = failure
     log.warning(

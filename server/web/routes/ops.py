@@ -22,7 +22,7 @@ async def readyz(request: Request) -> Response:
         await app_state(request).db.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    return JSONResponse({"status": "ready"})
+    return JSONResponse({"status": "ok", "sandbox": app_state(request).hub.sandbox.readiness()})
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -32,8 +32,11 @@ async def metrics_endpoint(request: Request) -> Response:
 
 
 async def list_agents(request: Request) -> Response:
-    agents = app_state(request).agents
-    return JSONResponse({"agents": [a.view() for a in agents.values()]})
+    state = app_state(request)
+    sandbox = state.hub.sandbox.view()  # the same wall for every agent; its hosts its own
+    return JSONResponse(
+        {"agents": [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]}
+    )
 
 
 async def list_mcp_servers(request: Request) -> Response:

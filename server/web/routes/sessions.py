@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
@@ -50,17 +51,17 @@ async def session_json(
     state: AppState, record: SessionRecord, *, messages: bool = False
 ) -> dict[str, object]:
     async with state.db.read() as db:
-        return await session_json_in(db, record, messages=messages)
+        return await session_json_in(db, record, state.hub.sandbox.view(), messages=messages)
 
 
 async def session_json_in(
-    db: AsyncSession, record: SessionRecord, *, messages: bool = False
+    db: AsyncSession, record: SessionRecord, sandbox: JsonObject, *, messages: bool = False
 ) -> dict[str, object]:
     """``session_json`` in the caller's read transaction: a request reads in one (each
     read transaction through the ORM and aiosqlite is ~0.5 ms of CPU)."""
     repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
-    view = session_view(record, repo)
+    view = session_view(record, repo, sandbox)
     if messages:
         rows = await replay_store.view_rows(
             db, record.id, message_store.MessageFilter(partial=False), limit=None
@@ -117,12 +118,13 @@ async def list_sessions(request: Request) -> Response:
         repos = {r.id: r for r in await repo_store.list_repos(db)}
     more = len(rows) > limit
     rows = rows[:limit]
+    sandbox = state.hub.sandbox.view()
     next_cursor = (
         encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
     )
     return JSONResponse(
         {
-            "sessions": [session_view(r, repos[r.repo_id]) for r in rows],
+            "sessions": [session_view(r, repos[r.repo_id], sandbox) for r in rows],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -136,7 +138,7 @@ async def get_session(request: Request) -> Response:
     session_id = session_id_param(request)
     async with state.db.read() as db:
         record = await state.hub.get_record(session_id, db)
-        view = await session_json_in(db, record, messages=True)
+        view = await session_json_in(db, record, state.hub.sandbox.view(), messages=True)
     return JSONResponse(view)
 
 

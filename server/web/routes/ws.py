@@ -93,7 +93,7 @@ async def _first_reads(
     transaction (one snapshot): a viewer's connect is mostly its reads."""
     async with state.db.read() as db:
         record = await state.hub.get_record(session_id, db)
-        view = await session_json_in(db, record)
+        view = await session_json_in(db, record, state.hub.sandbox.view())
         page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
     return record, view, page
 
