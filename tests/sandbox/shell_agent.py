@@ -1,6 +1,7 @@
 """A tiny ACP agent for the escape catalogue: each prompt's text is a shell command it
 runs itself (not through the client's terminals), answering ``rc=<exit code>`` and the
-output. ``!alloc MB`` makes the agent itself allocate (and touch) that much memory.
+output. ``!alloc MB`` makes the agent itself allocate (and touch) that much memory;
+``!term COMMAND`` runs the command in a client terminal (``terminal/*``) instead.
 Standard library only: it runs inside the sandbox with the server's interpreter."""
 
 import json
@@ -13,7 +14,32 @@ def send(message: dict) -> None:
     sys.stdout.flush()
 
 
+def call(method: str, params: dict) -> dict:
+    """A request to the client, answered before anything else arrives (one at a time)."""
+    call.count = getattr(call, "count", 0) + 1  # type: ignore[attr-defined]
+    rid = f"t{call.count}"  # type: ignore[attr-defined]
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("id") == rid and "method" not in message:
+            return message.get("result") or {}
+    return {}
+
+
+def terminal(command: str) -> str:
+    created = call(
+        "terminal/create", {"sessionId": "shell", "command": "/bin/sh", "args": ["-c", command]}
+    )
+    ref = {"sessionId": "shell", "terminalId": created.get("terminalId")}
+    status = call("terminal/wait_for_exit", ref)
+    output = call("terminal/output", ref).get("output", "")
+    call("terminal/release", ref)
+    return f"rc={status.get('exitCode')}\n{output[-2000:]}"
+
+
 def run(text: str) -> str:
+    if text.startswith("!term "):
+        return terminal(text[6:])
     if text.startswith("!alloc "):
         hoard = bytearray(int(text.split()[1]) * 1024 * 1024)
         for i in range(0, len(hoard), 4096):

@@ -166,6 +166,12 @@ def test_read_the_database_file(node: Node) -> None:
     check(node, f"head -c 16 {database} | grep -q 'SQLite format'")
 
 
+def test_a_terminal_is_walled_in_too(node: Node) -> None:
+    """ACP terminals the agent asks the server for run in a wall of their own."""
+    check(node, f"!term cat {node.root / 'beside.txt'}")
+    check(node, f"!term cat /proc/{node.server.process.pid}/environ")
+
+
 def test_read_another_repository(node: Node) -> None:
     check(node, f"cat {node.root / 'workspace' / 'other' / 'SECRET.md'}")
 
