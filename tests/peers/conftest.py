@@ -43,11 +43,13 @@ INSTALL = ROOT / "scripts" / "install-peers"
 
 @pytest.fixture
 def make_settings(tmp_path: Path, workspace_root: Path) -> Callable[..., Settings]:
-    """As the suite's, with the agent sandbox on: real agents must work inside it."""
+    """As the suite's, with the agent sandbox on (where bubblewrap is installed): real
+    agents must work inside it."""
+    sandbox = "on" if shutil.which("bwrap") else "off"
 
     def make(**env: Any) -> Settings:
         return load_settings(
-            settings_env(tmp_path, workspace_root, **{"AGENT_SANDBOX": "on", **env}),
+            settings_env(tmp_path, workspace_root, **{"AGENT_SANDBOX": sandbox, **env}),
             env_file=None,
         )
 
