@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_bridge.cgroups import TOP, _mounts, _own_paths
+from agent_bridge.orphans import process_start_time
 
 __all__ = ["AgentLimits", "LimitCgroups", "out_of_memory"]
 
@@ -115,6 +116,7 @@ class LimitCgroups:
                     except OSError:
                         continue
                     self.bases[controller] = (base, wanted_v1[controller])
+        self.sweep_stale()
         missing = sorted(set(wanted_v1) - set(self.bases))
         if missing:
             log.warning(
@@ -123,6 +125,20 @@ class LimitCgroups:
                 extra={"event": "agent_limits", "missing": missing},
             )
         return sorted(self.bases)
+
+    def sweep_stale(self) -> None:
+        """Remove what dead servers left in these hierarchies (their agents are gone: the
+        guards and ``AgentCgroups.sweep_stale`` killed them), leaving live ones alone."""
+        for top in {base.parent for base, _ in self.bases.values()}:
+            for entry in sorted(top.iterdir()) if top.is_dir() else []:
+                _, pid, start = [*entry.name.split("-"), "", ""][:3]
+                if entry.name == self.name or not entry.is_dir():
+                    continue
+                if pid.isdigit() and process_start_time(int(pid)) == start:
+                    continue  # its server lives
+                for child in [*sorted(entry.iterdir()), entry]:
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
 
     def spec(self) -> str:
         """The wrapper's argument for an agent: a line per directory, ``directory<TAB>

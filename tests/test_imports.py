@@ -175,7 +175,14 @@ LAYERS = {
     "server.web": {"server.sessions", "server.stream", "server.cluster", "server.sandbox"},
     "server.cli.client": set(),
 }
-SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes", "server.contents"}
+SHARED = {
+    "server.settings",
+    "server.setting_values",
+    "server.logs",
+    "server.metrics",
+    "server.shapes",
+    "server.contents",
+}
 
 
 def layer_of(name: str) -> str | None:

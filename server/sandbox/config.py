@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.settings import Settings, SettingsError, _host_patterns
+from server.setting_values import host_patterns
+from server.settings import Settings, SettingsError
 
 __all__ = ["AgentSandbox", "load_agent_sandboxes"]
 
@@ -48,7 +49,7 @@ def parse_agent(name: str, spec: dict[str, Any]) -> AgentSandbox:
     if not isinstance(network, list) or not all(isinstance(h, str) for h in network):
         raise SettingsError(f"AGENTS_FILE: agents.{name}.network must be a list of hosts")
     try:
-        hosts = _host_patterns(",".join(network))
+        hosts = host_patterns(",".join(network))
     except ValueError as exc:
         raise SettingsError(f"AGENTS_FILE: agents.{name}.network: {exc}") from None
     return AgentSandbox(

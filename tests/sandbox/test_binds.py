@@ -118,3 +118,42 @@ def test_agents_file_paths_under_home_are_shown_in_the_private_home(
     for hidden in (user_home / "secret.txt", user_home / ".codex" / "auth.json"):
         code, _ = run(client, sid, f"cat {hidden}")
         assert code != 0, hidden
+
+
+def test_limits_are_written_to_the_agents_own_cgroups(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(
+        AGENT_SANDBOX="on", AGENT_MEMORY_MAX="300M", AGENT_PIDS_MAX="77", AGENT_CPU_MAX="0.5"
+    )
+    with TestClient(create_app(settings)) as client:
+        repo_id = client.get("/api/repos").json()["repos"][0]["id"]
+        sid = create_session(client, repo_id)["id"]
+        hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
+        process = hub.live[sid].client.connection.process
+        if process.limits is None:
+            pytest.skip("no writable cgroup for limits on this host")
+        values: dict[str, str] = {}
+        for directory in process.limits.agent_dirs(process.pid):
+            assert str(process.pid) in (directory / "cgroup.procs").read_text().split()
+            for name in (
+                "memory.max",
+                "memory.limit_in_bytes",
+                "pids.max",
+                "cpu.max",
+                "cpu.cfs_quota_us",
+            ):
+                if (directory / name).exists():
+                    values[name] = (directory / name).read_text().strip()
+        assert values.get("pids.max") == "77"
+        assert str(300 * 1024 * 1024) in (
+            values.get("memory.max"),
+            values.get("memory.limit_in_bytes"),
+        )
+        assert (
+            values.get("cpu.max", "").startswith("50000 ")
+            or values.get("cpu.cfs_quota_us") == "50000"
+        )
+        dirs = process.limits.agent_dirs(process.pid)
+        assert client.post(f"/api/sessions/{sid}/complete").status_code == 200
+        assert not any(d.exists() for d in dirs)  # removed with the agent
