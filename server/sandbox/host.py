@@ -232,8 +232,8 @@ class SandboxHost:
         read: list[Path] = []
         for command in commands:
             for path in installation_roots(command, env):
-                if path in (Path("/"), user_home) or any(_overlaps(path, h) for h in hidden):
-                    continue  # an installation never shows another repository or the data
+                if user_home.is_relative_to(path) or any(_overlaps(path, h) for h in hidden):
+                    continue  # never the host's home, another repository or the data
                 read.append(path)
         git_read, git_write = git_paths(workspace, root)
         extra = self.sandboxes.get(agent_id, AgentSandbox())

@@ -213,3 +213,36 @@ def test_settings() -> None:
     ):
         with pytest.raises(SettingsError, match=name):
             load_settings({**base, name: value}, env_file=None)
+
+
+def test_a_policy_never_shows_the_root_the_data_or_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.sandbox import AgentSandbox, SandboxHost
+
+    root, data, home = tmp_path / "ws", tmp_path / "data", tmp_path / "home"
+    for path in (root / "repo", data, home / "tools" / "bin"):
+        path.mkdir(parents=True)
+    (home / "tools" / "bin" / "agent").write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    settings = load_settings(
+        {
+            "AGENT_WORKSPACE_ROOT": str(root),
+            "DATABASE_URL": f"sqlite+aiosqlite:///{data / 'db.sqlite'}",
+        },
+        env_file=None,
+    )
+    host = SandboxHost(settings, {"a": AgentSandbox(read=("~/.config/a",), write=("/srv/x",))})
+    host.enabled = True
+    command = [str(home / "tools" / "bin" / "agent"), str(root / "repo"), str(data / "db.sqlite")]
+    policy = host.policy("a", root / "repo", [command], {})
+    assert policy is not None
+    shown = [*policy.read, *policy.write]
+    assert home / "tools" in shown  # the agent's installation, inside the home: fine
+    for path in shown:
+        for hidden in (root, data):  # never inside, never around
+            assert not (path.is_relative_to(hidden) or hidden.is_relative_to(path)), path
+        assert not home.is_relative_to(path), path  # never the home itself, nor "/"
+    assert policy.home == data / "agent-homes" / "a"
+    assert policy.mounts == ((home / ".config" / "a", policy.home / ".config" / "a", False),)
+    assert Path("/srv/x") in policy.write
