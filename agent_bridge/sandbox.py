@@ -8,6 +8,10 @@ What the sandbox holds (docs/sandbox.md says why):
 
 - the system read-only (``/usr``, ``/etc`` and the ``/bin``, ``/lib*``, ``/sbin`` links or
   directories), plus ``read`` (the agent's installation, administrator's additions);
+- the host's secrets under ``/etc`` masked (``host_secrets``: password hashes, SSH host
+  keys, TLS private keys), bound last so no ``read`` addition shows them again: a root
+  server's agent is its files' owner inside the sandbox, so their modes alone would not
+  stop it reading them;
 - the workspace and the private ``home`` read-write, plus ``write``;
 - a new ``/proc`` in a new PID namespace, a minimal ``/dev``, a private ``/tmp``;
 - new user, IPC, UTS and cgroup namespaces, every capability dropped (a root server's
@@ -24,6 +28,7 @@ earlier one), so ``write`` paths inside a ``read`` path stay writable and the re
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +43,7 @@ __all__ = [
     "Network",
     "SandboxPolicy",
     "bwrap_argv",
+    "host_secrets",
     "installation_roots",
     "proxy_environment",
     "sandbox_environment",
@@ -50,6 +56,18 @@ PROXY_SOCKET: Final = "/run/agent-sessions/egress.sock"
 FORWARDER: Final = str(Path(__file__).with_name("egress_forwarder.py"))
 SYSTEM_DIRS: Final = ("/usr", "/etc")
 SYSTEM_LINKS: Final = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# The host's secrets under the read-only /etc: files are covered by /dev/null (bound
+# nodev, so opening it fails), folders by an empty read-only tmpfs. A glob for the SSH
+# host keys (their public halves, ``*.pub``, stay readable).
+SECRET_FILES: Final = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/security/opasswd",
+    "/etc/ssh/ssh_host_*_key",
+)
+SECRET_DIRS: Final = ("/etc/ssl/private",)
 # What the fixed environment keeps from the one it is given (LC_* too).
 KEPT_ENV: Final = ("PATH", "LANG", "TERM")
 ENV_PREFIXES: Final = ("LC_", "AGENT_SESSIONS_")
@@ -107,6 +125,28 @@ def host_layout() -> dict[str, str | None]:
     return layout
 
 
+def host_secrets() -> tuple[tuple[str, bool], ...]:
+    """The host's secrets present here, as (path, is a folder), for ``bwrap_argv``."""
+    files = sorted(
+        path
+        for pattern in SECRET_FILES
+        for path in glob.glob(pattern)
+        if os.path.isfile(path) and not os.path.islink(path)
+    )
+    dirs = [path for path in SECRET_DIRS if os.path.isdir(path) and not os.path.islink(path)]
+    return (*((f, False) for f in files), *((d, True) for d in dirs))
+
+
+def _masks(secrets: Iterable[tuple[str, bool]]) -> list[str]:
+    args: list[str] = []
+    for path, folder in secrets:
+        if folder:
+            args += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            args += ["--ro-bind", os.devnull, path]
+    return args
+
+
 def _binds(policy: SandboxPolicy) -> list[str]:
     """Every bind, parents before children; at one path a writable one wins."""
     entries: list[tuple[Path, Path, bool, bool]] = []  # (source, target, writable, required)
@@ -129,9 +169,10 @@ def bwrap_argv(
     *,
     cwd: Path | None = None,
     layout: Mapping[str, str | None] | None = None,
+    secrets: Iterable[tuple[str, bool]] | None = None,
 ) -> list[str]:
     """The command line that runs ``argv`` inside ``policy``'s wall, starting in ``cwd``
-    (default: the workspace)."""
+    (default: the workspace). ``layout`` and ``secrets`` default to the host's."""
     args = [
         policy.bwrap,
         "--unshare-user",
@@ -152,6 +193,7 @@ def bwrap_argv(
     args += ["--proc", "/proc", "--dev", "/dev", *private]
     args += _resolver(layout)
     args += _binds(policy)
+    args += _masks(host_secrets() if secrets is None else secrets)
     command = list(argv)
     if policy.network == "proxy":
         assert policy.proxy_socket is not None

@@ -5,6 +5,7 @@ fails; with ``off`` the same command succeeds, so every test can fail."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -199,6 +200,21 @@ def test_find_a_secret_in_the_environment(node: Node) -> None:
 def test_write_outside_the_workspace(node: Node) -> None:
     target = node.root / f"written-{uuid.uuid4().hex}"
     check(node, f"echo escaped > {target}", target)
+
+
+@pytest.mark.parametrize(
+    "secret", ["/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssl/private"]
+)
+def test_read_a_secret_of_the_host(node: Node, secret: str) -> None:
+    """The read-only /etc shows no password hash, SSH host key or TLS private key, even
+    to a root server's agent (the files' owner inside its user namespace)."""
+    path = Path(secret)
+    if not os.access(path, os.R_OK) or (path.is_dir() and not any(path.iterdir())):
+        pytest.skip(f"{secret} is not here, this user cannot read it either, or it is empty")
+    if path.is_dir():
+        check(node, f'test -r {secret} && test -x {secret} && test -n "$(ls -A {secret})"')
+    else:
+        check(node, f"grep -q . {secret}")
 
 
 @pytest.mark.parametrize("folder", ["/usr", "/etc"])

@@ -49,6 +49,23 @@ def test_on_refuses_agents_it_cannot_wall_in(
         assert client.get("/metrics").status_code == 200
 
 
+def test_on_refuses_before_a_session_or_a_slot_exists(
+    no_bwrap: None, make_settings: Callable[..., Settings]
+) -> None:
+    """The refusal comes before admission: no session row (not even one in ``error``),
+    no slot taken, so more refusals than MAX_CONCURRENT_SESSIONS are all 503, never 429."""
+    settings = make_settings(AGENT_SANDBOX="on", MAX_CONCURRENT_SESSIONS=1)
+    with TestClient(create_app(settings)) as client:
+        repo = repo_id(client)
+        for _ in range(3):
+            response = client.post("/api/sessions", json={"repoId": repo})
+            assert response.status_code == 503, response.text
+            assert response.json()["error"]["code"] == "sandbox_unavailable"
+        listed = client.get("/api/sessions").json()
+        assert listed["total"] == 0 and listed["sessions"] == []
+        assert client.get("/api/sessions", params={"status": "error"}).json()["total"] == 0
+
+
 def test_auto_runs_agents_without_and_says_so(
     no_bwrap: None, make_settings: Callable[..., Settings], caplog: pytest.LogCaptureFixture
 ) -> None:

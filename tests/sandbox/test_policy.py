@@ -12,6 +12,7 @@ from agent_bridge.sandbox import (
     PROXY_SOCKET,
     SandboxPolicy,
     bwrap_argv,
+    host_secrets,
     installation_roots,
     sandbox_environment,
 )
@@ -246,3 +247,26 @@ def test_a_policy_never_shows_the_root_the_data_or_the_home(
     assert policy.home == data / "agent-homes" / "a"
     assert policy.mounts == ((home / ".config" / "a", policy.home / ".config" / "a", False),)
     assert Path("/srv/x") in policy.write
+
+
+def test_the_hosts_secrets_are_masked_last() -> None:
+    """Bound after every addition, so a ``read`` of /etc cannot show them again."""
+    secrets = (("/etc/shadow", False), ("/etc/ssl/private", True))
+    policy = SandboxPolicy(WS, HOME, read=(Path("/etc"),))
+    argv = bwrap_argv(policy, ["a"], layout=LAYOUT, secrets=secrets)
+    found = binds(argv)
+    assert found[-1] == ("--ro-bind", "/dev/null", "/etc/shadow")
+    assert found.index(("--ro-bind-try", "/etc", "/etc")) < len(found) - 1
+    tmpfs = argv.index("/etc/ssl/private") - 1
+    assert argv[tmpfs] == "--tmpfs" and argv[tmpfs + 2 : tmpfs + 4] == [
+        "--remount-ro",
+        "/etc/ssl/private",
+    ]
+    assert tmpfs > argv.index("/dev/null")
+
+
+def test_host_secrets_are_the_present_ones() -> None:
+    found = dict(host_secrets())
+    assert all(path.startswith("/etc/") for path in found)
+    assert not any(path.endswith(".pub") for path in found)  # public keys stay readable
+    assert ("/etc/shadow" in found) is Path("/etc/shadow").is_file()

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import metrics
-from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
 from server.web.state import app_state
@@ -22,7 +22,8 @@ async def readyz(request: Request) -> Response:
         await app_state(request).db.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    return JSONResponse({"status": "ok", "sandbox": app_state(request).hub.sandbox.readiness()})
+    sandbox = app_state(request).sessions.sandbox_readiness()
+    return JSONResponse({"status": "ok", "sandbox": sandbox})
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -33,7 +34,7 @@ async def metrics_endpoint(request: Request) -> Response:
 
 async def list_agents(request: Request) -> Response:
     state = app_state(request)
-    sandbox = state.hub.sandbox.view()  # the same wall for every agent; its hosts its own
+    sandbox = state.sessions.sandbox_view()  # the same wall for every agent; its hosts its own
     return JSONResponse(
         {"agents": [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]}
     )

@@ -11,10 +11,7 @@ from starlette.routing import Route
 
 from agent_bridge.jsontypes import JsonObject
 from server import shapes
-from server.sessions.agent_controls import apply_create_choices
-from server.sessions.agents import DEFAULT_AGENT_ID
-from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
-from server.sessions.workspaces import service as workspace_service
+from server.sessions import NewSession
 from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
@@ -51,14 +48,15 @@ async def session_json(
     state: AppState, record: SessionRecord, *, messages: bool = False
 ) -> dict[str, object]:
     async with state.db.read() as db:
-        return await session_json_in(db, record, state.hub.sandbox.view(), messages=messages)
+        return await session_json_in(db, record, state.sessions.sandbox_view(), messages=messages)
 
 
 async def session_json_in(
     db: AsyncSession, record: SessionRecord, sandbox: JsonObject, *, messages: bool = False
 ) -> dict[str, object]:
-    """``session_json`` in the caller's read transaction: a request reads in one (each
-    read transaction through the ORM and aiosqlite is ~0.5 ms of CPU)."""
+    """``session_json`` in the caller's read transaction: a request reads in one, because
+    each read transaction through the ORM and aiosqlite costs a measurable share of a
+    request (bench/results/notes.md)."""
     repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
     view = session_view(record, repo, sandbox)
@@ -72,28 +70,27 @@ async def session_json_in(
 
 async def create_session(request: Request) -> Response:
     state = app_state(request)
-    catalog = state.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent
     body = await read_struct(
         request,
         shapes.CreateSession,
         state.settings.max_body_bytes,
         checks={
             "config": check_config,
-            "mcpServers": lambda value: list(create_mcp_names(catalog, value)),
+            "mcpServers": lambda value: list(state.sessions.mcp_names(value)),
         },
     )
-    plan = await workspace_service.plan_session(
-        state.hub, body.repo_id, body.isolation, body.base_ref
+    new = NewSession(
+        repo_id=body.repo_id,
+        agent_id=body.agent_id,
+        title=body.title,
+        parent_run_id=body.parent_run_id,
+        isolation=body.isolation,
+        base_ref=body.base_ref,
+        mcp_servers=tuple(body.mcp_servers or ()),
+        mode_id=body.mode_id,
+        config=dict(body.config) if body.config else None,
     )
-    record = await state.hub.create_session(
-        body.repo_id, body.agent_id, body.title, body.parent_run_id
-    )
-    await workspace_service.make_worktree(state.hub, record, plan)
-    live = await state.hub.start_new(record, mcp=tuple(body.mcp_servers or ()))
-    await refuse_unsupported_mcp(live)
-    if body.mode_id is not None or body.config:
-        await apply_create_choices(live, body.mode_id, dict(body.config or {}))
-    record = await state.hub.get_record(record.id)
+    record = await state.sessions.create(new)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 
@@ -118,7 +115,7 @@ async def list_sessions(request: Request) -> Response:
         repos = {r.id: r for r in await repo_store.list_repos(db)}
     more = len(rows) > limit
     rows = rows[:limit]
-    sandbox = state.hub.sandbox.view()
+    sandbox = state.sessions.sandbox_view()
     next_cursor = (
         encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
     )
@@ -137,15 +134,15 @@ async def get_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     async with state.db.read() as db:
-        record = await state.hub.get_record(session_id, db)
-        view = await session_json_in(db, record, state.hub.sandbox.view(), messages=True)
+        record = await state.sessions.get(session_id, db)
+        view = await session_json_in(db, record, state.sessions.sandbox_view(), messages=True)
     return JSONResponse(view)
 
 
 async def prompt(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_json(request, state.settings.max_prompt_body_bytes)
     run_id = await submit_prompt(state, session_id, body)
     return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
@@ -154,19 +151,19 @@ async def prompt(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.cancel(session_id)
+    await state.sessions.cancel(session_id)
     return JSONResponse({"sessionId": session_id}, status_code=202)
 
 
 async def complete(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.end_session(session_id_param(request), "completed", "user_request")
+    record = await state.sessions.complete(session_id_param(request))
     return JSONResponse(await session_json(state, record))
 
 
 async def delete_session(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.end_session(session_id_param(request), "cancelled", "user_request")
+    record = await state.sessions.delete(session_id_param(request))
     return JSONResponse(await session_json(state, record))
 
 
@@ -197,7 +194,7 @@ async def list_messages(request: Request) -> Response:
         partial=False if partial is False else None,
     )
     async with state.db.read() as db:
-        await state.hub.get_record(session_id, db)  # 404 for an unknown session
+        await state.sessions.get(session_id, db)  # 404 for an unknown session
         rows = await replay_store.view_rows(db, session_id, where, limit=limit + 1, raw=raw)
     more = len(rows) > limit
     rows = rows[:limit]
@@ -215,7 +212,7 @@ async def answer_permission(request: Request) -> Response:
     request_id = uuid_param(request, "request_id")
     body = await read_struct(request, shapes.PermissionAnswer, state.settings.max_body_bytes)
     option_id = body.option_id
-    await state.hub.answer_permission(session_id, request_id, option_id)
+    await state.sessions.answer_permission(session_id, request_id, option_id)
     return JSONResponse(
         {"requestId": request_id, "outcome": {"outcome": "selected", "optionId": option_id}}
     )
