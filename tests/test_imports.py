@@ -172,7 +172,7 @@ LAYERS = {
     "server.cluster": {"server.stream"},
     "server.sandbox": set(),
     "server.sessions": {"server.stream", "server.cluster", "server.sandbox"},
-    "server.web": {"server.sessions", "server.stream", "server.cluster", "server.sandbox"},
+    "server.web": {"server.sessions", "server.stream", "server.cluster"},
     "server.cli.client": set(),
 }
 SHARED = {

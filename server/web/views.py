@@ -46,7 +46,7 @@ def repo_view(repo: Repo) -> JsonObject:
 
 
 def session_view(session: SessionRecord, repo: Repo, sandbox: JsonObject) -> JsonObject:
-    """``sandbox``: what is in force (``server.sandbox.SandboxHost.view``)."""
+    """``sandbox``: what is in force (``Sessions.sandbox_view``)."""
     forked = (
         shapes.ForkedFrom(session.forked_from_session_id, session.forked_from_seq or 0)
         if session.forked_from_session_id

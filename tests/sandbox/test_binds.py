@@ -129,8 +129,8 @@ def test_limits_are_written_to_the_agents_own_cgroups(
     with TestClient(create_app(settings)) as client:
         repo_id = client.get("/api/repos").json()["repos"][0]["id"]
         sid = create_session(client, repo_id)["id"]
-        hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-        process = hub.live[sid].client.connection.process
+        domain = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+        process = domain.registry[sid].client.connection.process
         if process.limits is None:
             pytest.skip("no writable cgroup for limits on this host")
         values: dict[str, str] = {}
