@@ -170,11 +170,19 @@ def test_leaf_packages_import_cleanly_on_their_own(package: str) -> None:
 LAYERS = {
     "server.stream": set(),
     "server.cluster": {"server.stream"},
-    "server.sessions": {"server.stream", "server.cluster"},
+    "server.sandbox": set(),
+    "server.sessions": {"server.stream", "server.cluster", "server.sandbox"},
     "server.web": {"server.sessions", "server.stream", "server.cluster"},
     "server.cli.client": set(),
 }
-SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes", "server.contents"}
+SHARED = {
+    "server.settings",
+    "server.setting_values",
+    "server.logs",
+    "server.metrics",
+    "server.shapes",
+    "server.contents",
+}
 
 
 def layer_of(name: str) -> str | None:

@@ -224,6 +224,27 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f"agents {sc['agents_idle_cpu_percent']:.1f} % in all",
         )
     )
+    sb = r.get("sandbox", {})
+    if "start_added_ms" in sb:
+        out.append(
+            (
+                "sandbox: agent start, bubblewrap on vs off (ms, median)",
+                f"{sb['start_on_median_ms']:.0f}",
+                f"off {sb['start_off_median_ms']:.0f}",
+                f"+{sb['start_added_ms']:.0f} ms",
+                f"bubblewrap's processes {sb['sandbox_rss_mb']:.1f} MB RSS per agent",
+            )
+        )
+        wall = sb["wall_added_ms"]
+        out.append(
+            (
+                "sandbox: what the wall adds to a start, network open / none / proxy (ms)",
+                f"{wall['open']:.0f} / {wall['none']:.0f} / {wall['proxy']:.0f}",
+                "target 50",
+                "",
+                "",
+            )
+        )
     st = r["startup"]
     out.append(
         (

@@ -9,6 +9,7 @@ Each phase returns plain dicts (they become the JSON). Figures and how they are 
 - fan-out: V viewers in one client process; deliveries/s = V * N / (last receive at any
   viewer - the first stamp).
 - the bare relay gets the same jobs from the same client code.
+- sandbox: see ``benchlib.sandbox``.
 - scale: sessions created one after another (each waits for its agent's initialize and
   session/new); RSS from ``/proc/<pid>/status``; idle CPU over a few quiet seconds.
 """
@@ -34,6 +35,7 @@ from benchlib.procs import (
     rss_kib,
     wait_http_ok,
 )
+from benchlib.sandbox import phase_sandbox
 from benchlib.stats import median, summary
 
 __all__ = ["FULL", "QUICK", "Sizes", "run_suite"]
@@ -53,6 +55,7 @@ class Sizes:
     latency_seconds: float = 4.0
     fanout: tuple[tuple[int, int], ...] = ((1, 20_000), (10, 5_000), (100, 3_000))
     scale_sessions: int = 100
+    sandbox_runs: int = 10
     idle_seconds: float = 5.0
     job_timeout: float = 120.0
 
@@ -70,6 +73,7 @@ QUICK = Sizes(
     latency_seconds=0.3,
     fanout=((1, 200), (10, 50), (100, 10)),
     scale_sessions=3,
+    sandbox_runs=2,
     idle_seconds=0.5,
     job_timeout=60.0,
 )
@@ -471,6 +475,8 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
             ctx.tracker.stop(bare.process)
         phase(f"scale ({sizes.scale_sessions} sessions with live agents)")
         results["scale"] = phase_scale(ctx)
+        phase("agent sandbox (start and memory, bubblewrap on and off)")
+        results["sandbox"] = phase_sandbox(ctx.tracker, workdir, sizes.sandbox_runs)
         pg_url = os.environ.get("BENCH_PG_URL")
         if pg_url:
             from benchlib.pg import phase_pg

@@ -23,11 +23,12 @@ from agent_bridge import AgentCgroups
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.cluster import Cluster
 from server.contents import ControlsView
+from server.sandbox import SandboxHost
 from server.sessions import answers
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
 from server.sessions.catalog import Listing, Repos, Runs, Stats
-from server.sessions.errors import Conflict, SessionNotActive
+from server.sessions.errors import Conflict, SandboxUnavailable, SessionNotActive
 from server.sessions.history import archive
 from server.sessions.history import log as history
 from server.sessions.history.transcript import ChatEntry
@@ -116,6 +117,7 @@ class Sessions:
         cannot be made ends the session in ``error``; an agent that cannot take its MCP
         servers or a requested control discards the session (it was never created)."""
         supervisor, services = self.supervisor, self.services
+        self._check_sandbox()  # before any row or slot: nothing to undo
         plan = await workspace_service.plan_session(
             services, new.repo_id, new.isolation, new.base_ref
         )
@@ -140,6 +142,25 @@ class Sessions:
                 await self._discard(live, "controls")
                 raise
         return await self.get(record.id)
+
+    def _check_sandbox(self) -> None:
+        """AGENT_SANDBOX=on and no working sandbox here: 503 ``sandbox_unavailable``."""
+        sandbox = self.services.sandbox
+        if sandbox is not None and (refused := sandbox.refusal()) is not None:
+            raise SandboxUnavailable(refused)
+
+    def sandbox_view(self) -> JsonObject:
+        """``{enabled, network}`` in force: every Session's ``sandbox`` and every agent's
+        in GET /api/agents (one wall for all; each agent's hosts are its own)."""
+        sandbox = self.services.sandbox
+        return {"enabled": False, "network": "open"} if sandbox is None else sandbox.view()
+
+    def sandbox_readiness(self) -> JsonObject:
+        """``{enabled, reason}`` for GET /readyz: why agents run without a sandbox."""
+        sandbox = self.services.sandbox
+        if sandbox is None:
+            return {"enabled": False, "reason": "not configured"}
+        return sandbox.readiness()
 
     async def _discard(self, live: LiveSession, why: str) -> None:
         """A create refused after its agent started: stop the agent, delete the session."""
@@ -380,18 +401,24 @@ class Sessions:
         clock: Callable[[], float] = time.monotonic,
     ) -> Sessions:
         """The domain's objects, each given what it uses: the services (with this server
-        process's agent cgroups), the registry, and the supervisor that owns the lives
-        of the live sessions in it."""
+        process's agent cgroups and the agents' sandbox), the registry, and the
+        supervisor that owns the lives of the live sessions in it."""
         owner, orphans = process_owner(database.url, cluster.node_id)
         cgroups = AgentCgroups(owner, settings.agent_cgroups)
-        services = Services(settings, database, writer, cluster, clock, cgroups)
+        sandbox = SandboxHost(settings, limit_name=cgroups.name)
+        services = Services(settings, database, writer, cluster, clock, cgroups, sandbox)
         registry = Registry()
         supervisor = Supervisor(services, registry, broker, agents, owner, orphans)
         return cls(services, registry, supervisor, agents)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The supervisor's tasks (idle sweep, write failures, orphans, live sessions)."""
-        await self.supervisor.run(task_status=task_status)
+        """The sandbox (decided, its egress proxy serving) before any agent starts, then
+        the supervisor's tasks (idle sweep, write failures, orphans, live sessions)."""
+        async with anyio.create_task_group() as tg:
+            if self.services.sandbox is not None:
+                await tg.start(self.services.sandbox.run)
+            await tg.start(self.supervisor.run)
+            task_status.started()
 
     async def take_over(self, session_ids: set[str]) -> None:
         """Sessions whose owner node died: their runs are interrupted here."""

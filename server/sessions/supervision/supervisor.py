@@ -98,7 +98,9 @@ class Supervisor:
             self._tg.cancel_scope.cancel()
 
     def _agent_env(self, agent: AgentConfig) -> dict[str, str]:
-        return agent_environment(os.environ, agent.env, self.owner)
+        env = agent_environment(os.environ, agent.env, self.owner)
+        sandbox = self.services.sandbox  # inside its wall: a fixed list, its private home
+        return env if sandbox is None else sandbox.environment(agent, env)
 
     async def _log_active_count(self, change: str, session_id: str) -> None:
         await state.log_active_count(self.services, change, session_id)

@@ -22,7 +22,8 @@ async def readyz(request: Request) -> Response:
         await app_state(request).sessions.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    return JSONResponse({"status": "ready"})
+    sandbox = app_state(request).sessions.sandbox_readiness()
+    return JSONResponse({"status": "ok", "sandbox": sandbox})
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -32,8 +33,11 @@ async def metrics_endpoint(request: Request) -> Response:
 
 
 async def list_agents(request: Request) -> Response:
-    agents = app_state(request).agents
-    return JSONResponse({"agents": [a.view() for a in agents.values()]})
+    state = app_state(request)
+    sandbox = state.sessions.sandbox_view()  # the same wall for every agent; its hosts its own
+    return JSONResponse(
+        {"agents": [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]}
+    )
 
 
 async def list_mcp_servers(request: Request) -> Response:

@@ -39,7 +39,9 @@ TYPES = shapes.MESSAGE_TYPES
 
 async def session_json(state: AppState, record: SessionRecord) -> dict[str, object]:
     """A session the domain returned, with its repository."""
-    return session_view(record, await state.sessions.listing.repo_of(record))
+    return session_view(
+        record, await state.sessions.listing.repo_of(record), state.sessions.sandbox_view()
+    )
 
 
 async def create_session(request: Request) -> Response:
@@ -87,12 +89,13 @@ async def list_sessions(request: Request) -> Response:
     )
     more = len(rows) > limit
     rows = rows[:limit]
+    sandbox = state.sessions.sandbox_view()
     next_cursor = (
         encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
     )
     return JSONResponse(
         {
-            "sessions": [session_view(r, repos[r.repo_id]) for r in rows],
+            "sessions": [session_view(r, repos[r.repo_id], sandbox) for r in rows],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -105,7 +108,7 @@ async def get_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     page = await state.sessions.listing.session(session_id)
-    view = session_view(page.record, page.repo)
+    view = session_view(page.record, page.repo, state.sessions.sandbox_view())
     view["messages"] = [row_view(row) for row in page.rows]
     return JSONResponse(view)
 

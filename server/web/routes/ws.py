@@ -89,7 +89,11 @@ async def _first_reads(
     """The session, its view for the hello and the first replay page, in one read
     transaction (one snapshot): a viewer's connect is mostly its reads."""
     page = await state.sessions.listing.first_replay(session_id, after, limit=REPLAY_PAGE)
-    return page.record, session_view(page.record, page.repo), page.rows
+    return (
+        page.record,
+        session_view(page.record, page.repo, state.sessions.sandbox_view()),
+        page.rows,
+    )
 
 
 def _uuid(raw: str) -> str:
