@@ -39,6 +39,7 @@ from server.sessions.errors import (
 from server.sessions.handshake import Restore
 from server.sessions.idle import sweep_idle
 from server.sessions.live_session import LiveSession
+from server.sessions.open_runs import failed_session
 from server.sessions.recovery import recover_sessions
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision import KeyedLocks, process_owner, start_error
@@ -108,6 +109,12 @@ class Hub:
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
+    @property
+    def taking_sessions(self) -> bool:
+        """Whether sessions can be started (what /readyz reports)."""
+        tg = self._tg
+        return tg is not None and not self.shutting_down and not tg.cancel_scope.cancel_called
+
     def forget(self, live: LiveSession) -> None:
         if self.live.get(live.id) is live:
             del self.live[live.id]
@@ -154,6 +161,13 @@ class Hub:
         detached, record a crash, forget it and release its lease."""
         try:
             await live.run(restore, task_status=task_status)
+        except Exception:
+            if not live.started:
+                raise  # to _start_live: the start failed
+            # One session's failure must not end the hub's task group (every session's).
+            log.exception("a live session failed", extra={"session_id": live.id})
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await failed_session(self, live.id)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.orphans.sweep(lambda: set(self.live) - {live.id})

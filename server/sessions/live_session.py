@@ -25,6 +25,7 @@ from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.logs import log_context
 from server.sessions import agent_controls
+from server.sessions.agent_numbers import checked_cost
 from server.sessions.agents import AgentConfig
 from server.sessions.controls import ControlsState
 from server.sessions.elicitation_gate import ElicitationGate
@@ -77,6 +78,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         self._stop = None
         # Set when the agent exited on its own (not stopped): how it ended.
         self.crashed = False
+        self.started = False  # the agent answered the handshake (the hub's to know)
         self.exit_code: int | None = None
         self.failure: str | None = None
         self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
@@ -130,7 +132,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
                 metrics.AGENT_PROCESSES.inc()
                 try:
                     await handshake(self, restore)
-                    started = True
+                    started = self.started = True
                     task_status.started()
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
@@ -244,10 +246,9 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         )
         kind = update.get("sessionUpdate")
         if kind == "usage_update":
-            cost = update.get("cost")
-            amount = cost.get("amount") if isinstance(cost, dict) else None
-            if isinstance(amount, int | float) and not isinstance(amount, bool):
-                self.cost_seen = float(amount)
+            cost = checked_cost(update.get("cost"))
+            if cost is not None:
+                self.cost_seen = cost["amount"]
             if turn is not None:
                 turn.note_cost(cost)
         staged, tool_ops = self._stage(outputs, turn)

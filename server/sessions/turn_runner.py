@@ -14,6 +14,7 @@ from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from agent_bridge.acp_types import ContentBlock
 from server import metrics
 from server.contents import RunContent, TextContent, as_json
+from server.sessions.agent_numbers import usage_report
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
 from server.sessions.prompt_content import PromptContent
@@ -127,7 +128,7 @@ class TurnRunner(LiveBase):
         try:
             result = await self.client.prompt(blocks)
             stop_reason = str(result.get("stopReason") or "end_turn")
-            turn.usage = result.get("usage") if isinstance(result.get("usage"), dict) else None
+            turn.usage = usage_report(result.get("usage"))  # checked; the frame is logged
             cancelled = stop_reason == "cancelled" or turn.cancel_requested
             status = "cancelled" if cancelled else "completed"
         except RpcError as exc:
@@ -180,6 +181,10 @@ class TurnRunner(LiveBase):
         try:
             await self.services.writer.submit(self.id, drafts, [*ops, close_run]).wait()
             metrics.observe_run(self.agent_id, status, turn.usage, turn.cost(), failures)
+        except Exception:  # noqa: BLE001 - the writer reported it: the session ends in error
+            # Raised on, it took the live session's task group down and the hub's with it:
+            # the server then refused every new session (503) while /healthz said ok.
+            log.exception("the run's end could not be stored", extra={"session_id": self.id})
         finally:
             self.turn = None
             turn.done.set()

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from server.sessions.open_runs import fail_open_runs
+
 if TYPE_CHECKING:
     from server.sessions.hub import Hub
 
@@ -23,6 +25,7 @@ __all__ = ["WriteFailures"]
 log = logging.getLogger("agent_sessions.sessions")
 
 REASON = "write_failed"
+WHY = "the run's messages could not be stored"
 
 
 class WriteFailures:
@@ -56,7 +59,10 @@ class WriteFailures:
 
     async def _end(self, session_id: str) -> None:
         try:
-            await self.hub.end_session(session_id, "error", REASON, run_status="failed")
+            try:
+                await self.hub.end_session(session_id, "error", REASON, run_status="failed")
+            finally:  # a run whose end was the write that failed is still ``running``
+                await fail_open_runs(self.hub.services, session_id, WHY)
         except Exception:  # noqa: BLE001 - already ended, or the store is gone: logged
             log.exception("could not end a session after a failed write")
         finally:

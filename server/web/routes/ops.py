@@ -18,10 +18,13 @@ async def healthz(_request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
+    state = app_state(request)
     try:
-        await app_state(request).db.ping()
+        await state.db.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
+    if not state.hub.taking_sessions:  # what POST /api/sessions would answer 503 for
+        return error_response(503, "not_ready", "The server is not taking sessions.")
     return JSONResponse({"status": "ready"})
 
 
