@@ -21,7 +21,7 @@ from agent_bridge import AgentExited, ProtocolBroken, RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Change, ChangedBy, ControlsContent, ControlsView, as_json
 from server.sessions.controls import Chosen, ControlsState, chosen_of
-from server.sessions.errors import Conflict, DomainError, Invalid
+from server.sessions.errors import Conflict, DomainError, Invalid, NotFound
 from server.sessions.status import log_active_count
 from server.sessions.translate import Output
 from server.stream.writer import Draft
@@ -199,16 +199,25 @@ async def after_start(live: LiveSession) -> None:
     live.controls_started = True
 
 
+def _field(exc: DomainError) -> str:
+    return "config" if isinstance(exc, NotFound) else "modeId"
+
+
 async def apply_create_choices(
     live: LiveSession, mode_id: str | None, config: dict[str, JsonValue]
 ) -> None:
     """``modeId`` and ``config`` of a create request, right after session/new. A choice
     the agent does not offer (422) discards the session: it was never created."""
     try:
-        if mode_id is not None:
-            await set_mode(live, mode_id)
-        for config_id, value in config.items():
-            await set_config(live, config_id, value)
+        try:
+            if mode_id is not None:
+                await set_mode(live, mode_id)
+            for config_id, value in config.items():
+                await set_config(live, config_id, value)
+        except (NotFound, Conflict) as exc:
+            # A field of the create body, not the resource asked for (API.md: 422); PUT
+            # /config/{configId} keeps its 404 and PUT /mode its 409.
+            raise Invalid(exc.message, **exc.details, field=_field(exc)) from None
     except BaseException:
         with anyio.CancelScope(shield=True):
             await live.stop("cancelled")

@@ -16,7 +16,7 @@ from server.web.requests import check_uuid, query_choice, query_int
 from server.web.state import app_state
 from server.web.views import iso
 from store import stats as stats_store
-from store import stats_fast, tool_stats_fast
+from store import stats_safe, tool_stats_fast
 
 GROUPINGS = ("day", "agent", "repo", "status")
 DEFAULT_DAYS = 30
@@ -96,8 +96,7 @@ def _echo(query: stats_store.StatsQuery) -> StatsEcho:
 async def stats(request: Request) -> Response:
     group_by = cast(stats_store.GroupBy, query_choice(request, "groupBy", GROUPINGS) or "day")
     query = stats_query(request)
-    async with app_state(request).db.read() as db:
-        buckets = await stats_fast.run_buckets(db, query, group_by)
+    buckets = await stats_safe.run_buckets(app_state(request).db, query, group_by)
     return JSONResponse({**_echo(query), "groupBy": group_by, "buckets": buckets})
 
 
