@@ -46,7 +46,7 @@ async def run_buckets(
             limit = stats_fast.EXACT_LIMIT
             buckets = await stats_fast.run_buckets(db, query, group_by, exact_limit=limit)
             await _running_tools(db, query, group_by, buckets)
-        wide = any(v >= EXACT_FLOAT for b in buckets for v in b["tokens"].values())
+        wide = any(max(_totals(b)) >= EXACT_FLOAT for b in buckets)
     except DBAPIError as error:
         if not _overflowed(error):
             raise
@@ -57,9 +57,13 @@ async def run_buckets(
             await _running_tools(db, query, group_by, buckets)
     for bucket in buckets:
         tokens = bucket["tokens"]
-        for name in ("input", "output", "cached"):
-            tokens[name] = max(0, tokens[name])  # type: ignore[literal-required]
+        tokens["input"], tokens["output"], tokens["cached"] = (max(0, v) for v in _totals(bucket))
     return buckets
+
+
+def _totals(bucket: exact.Bucket) -> tuple[int, int, int]:
+    tokens = bucket["tokens"]
+    return tokens["input"], tokens["output"], tokens["cached"]
 
 
 def _bucket_key(group_by: exact.GroupBy, query: exact.StatsQuery, row: Any) -> str:

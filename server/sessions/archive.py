@@ -30,8 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions.errors import Invalid, NotFound
+from server.sessions.prompt_frame import restore_attachments
 from server.stream.frames import iso, row_view
 from store import SessionRecord, utcnow
+from store import attachments as attachment_store
 from store import messages as message_store
 from store import replay as replay_store
 from store import repos as repo_store
@@ -292,11 +294,13 @@ async def import_archive(
     rows: list[MessageRow] = [
         {**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows
     ]
+    images = restore_attachments(record.id, rows)  # type: ignore[arg-type] # a MessageRow is a dict
 
     async def insert(db: AsyncSession) -> None:
         db.add(record)
         await db.flush()
         await message_store.insert_messages(db, rows)
+        await attachment_store.keep_attachments(db, images)
 
     await hub.writer.submit(None, (), [insert]).wait()
     log.info("session imported", extra={"session_id": record.id, "messages": len(rows)})

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from agent_bridge import AgentExited, AgentStartError, ProtocolBroken, RpcError
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.sessions.agent_controls import after_start
+from server.sessions.agent_memory import AgentRefused, memory_rebuilt, restore_or_new
 from server.sessions.mcp_servers import session_servers, transport_allowed
 from store import Database
 from store import messages as message_store
@@ -42,6 +44,7 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
     client, services = live.client, live.services
     timeout, step = services.settings.agent_start_timeout, "initialize"
     started = time.perf_counter()
+    forgotten: JsonObject | None = None  # the agent's refusal to restore its session
     try:
         with anyio.fail_after(timeout):
             await client.initialize()
@@ -50,14 +53,11 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
                 await client.authenticate(live.agent.auth_method)
             choose_mcp_servers(live, restore.mcp_servers)
             step = "session/new"
-            if restore.agent_session_id and client.can_load:
-                step = "session/load"
-                await client.load_session(restore.agent_session_id)
-                live.cost_seen = await last_cost(services.db, live.id)
-            elif restore.agent_session_id and client.can_resume:
-                step = "session/resume"
-                await client.resume_session(restore.agent_session_id)
-                live.cost_seen = await last_cost(services.db, live.id)
+            if restore.agent_session_id and (client.can_load or client.can_resume):
+                step = "session/load" if client.can_load else "session/resume"
+                forgotten = await restore_or_new(live, restore.agent_session_id)
+                if forgotten is None:
+                    live.cost_seen = await last_cost(services.db, live.id)
             else:
                 await client.new_session()
                 live.needs_context = live.needs_context or restore.has_history
@@ -79,16 +79,7 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
         ) from None
     except RpcError as exc:
         conn = client.connection
-        hint = (
-            " (it requires authentication: set authMethod for this agent in AGENTS_FILE)"
-            if exc.code == -32000
-            else ""
-        )
-        raise AgentStartError(
-            f"the agent answered {step} with error {exc.code}: {exc.message}{hint}",
-            conn.exit_code,
-            conn.stderr_tail,
-        ) from None
+        raise AgentRefused(step, exc, conn.exit_code, conn.stderr_tail) from None
     await after_start(live)  # the agent's controls; what the session kept, re-applied
     metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
@@ -99,6 +90,8 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
             needs_context=live.needs_context,
             controls=live.translator.controls.view(),
         )
+    if forgotten is not None:
+        memory_rebuilt(live, forgotten)
 
 
 def choose_mcp_servers(live: LiveSession, added: tuple[str, ...] = ()) -> None:

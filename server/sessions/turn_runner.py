@@ -18,6 +18,7 @@ from server.sessions.agent_numbers import usage_report
 from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.live_base import LiveBase, Stop
 from server.sessions.prompt_content import PromptContent
+from server.sessions.prompt_frame import prompt_frame
 from server.sessions.services import CLEANUP_SECONDS
 from server.sessions.transcript import stored_preamble
 from server.sessions.translate import Output, tool_status
@@ -64,6 +65,7 @@ class TurnRunner(LiveBase):
         )
         blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
         user: TextContent = content.stored if content else {"type": "text", "text": text}
+        frame = prompt_frame(blocks)  # the user's prompt, before any preamble
         try:
             if self.needs_context:
                 preamble = await stored_preamble(self.services.db, self.id)
@@ -91,7 +93,7 @@ class TurnRunner(LiveBase):
                 )
 
             drafts = [
-                Draft("user", as_json(user), run_id=run_id, step_number=step_base),
+                Draft("user", as_json(user), frame, run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
             ops = [content.store, store_run] if content else [store_run]

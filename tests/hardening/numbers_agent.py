@@ -10,7 +10,7 @@ Any other prompt is answered ``end_turn`` with a short text chunk.
 Every prompt's ``prompt`` blocks are appended as one JSON line to ``DIR/prompts.jsonl``.
 ``session/load`` and ``session/resume`` (advertised when ``DIR/load`` exists) answer
 with the JSON-RPC error whose message is the text of ``DIR/load``, or succeed when it is
-empty.
+empty; ``session/new`` answers such an error with the text of ``DIR/new`` when it exists.
 """
 
 from __future__ import annotations
@@ -96,6 +96,11 @@ class Agent:
                 result = {"protocolVersion": 1, "agentCapabilities": capabilities}
                 self.send({"id": ident, "result": {**result, "authMethods": []}})
             elif method == "session/new":
+                refusal = self.folder / "new"
+                if refusal.exists():
+                    error = {"code": -32603, "message": refusal.read_text().strip()}
+                    self.send({"id": ident, "error": error})
+                    continue
                 self.session_id = str(uuid.uuid4())
                 self.send({"id": ident, "result": {"sessionId": self.session_id}})
             elif method in ("session/load", "session/resume") and loads:
