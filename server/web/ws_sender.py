@@ -20,8 +20,10 @@ Anything else (another ASGI server, another protocol) gets one ``send`` per fram
 A viewer that stops reading (a suspended process, a dead peer TCP still thinks alive)
 never lets a write through again: uvicorn keeps what it cannot send in memory and waits
 for ever. Before each batch the sender waits for the socket to take data, for at most
-``stall_seconds`` (``WS_STALL_SECONDS``); then it aborts the connection (no close frame
-could reach the viewer anyway), which frees the buffers and ends the viewer's stream.
+``stall_seconds`` (``WS_STALL_SECONDS``); then it lets the viewer go (``let_go``): a
+4008 close frame behind what was written, the connection closed once that is flushed
+and aborted if it is not within ``stall_seconds`` more, which frees the buffers. Every
+way the server lets a slow viewer go is that 4008 with its reason.
 The writes of one batch go to uvicorn's buffer without waiting: waiting for the socket
 between them cost a tool-update flood ~20 % of its rate (bench-ab, 80 → 99 µs of server
 CPU an update), and a batch is bounded by the viewer's queue.
@@ -37,9 +39,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets.exceptions import InvalidState
 from websockets.protocol import Side, State
 
-__all__ = ["STALL_SECONDS", "WRITE_BYTES", "FrameSender"]
+__all__ = ["CLOSE_BEHIND", "STALL_SECONDS", "WRITE_BYTES", "FrameSender"]
 
 STALL_SECONDS = 60.0  # WS_STALL_SECONDS' default
+CLOSE_BEHIND = 4008  # API.md: the client fell too far behind (reconnect with after)
 
 _MAX_DEPTH = 8
 # Frames go to the transport in writes of about this many bytes. One write of a whole
@@ -86,6 +89,7 @@ class FrameSender:
         self._websocket = websocket
         self._protocol = _sansio_protocol(websocket._send)
         self._stall_seconds = stall_seconds
+        self.written = 0  # bytes handed to the transport (what ws_liveness counts against)
 
     async def writable(self, within: float | None = None) -> None:
         """Wait until the socket takes data (the transport's flow control, as uvicorn's
@@ -97,8 +101,39 @@ class FrameSender:
         with anyio.move_on_after(self._stall_seconds if within is None else within):
             await protocol.writable.wait()
             return
-        protocol.transport.abort()  # uvicorn then sees the connection lost
-        raise WebSocketDisconnect(1006)
+        self.let_go("stalled: took no data for too long; reconnect with after=<last seq>")
+        raise WebSocketDisconnect(CLOSE_BEHIND)
+
+    @property
+    def direct(self) -> bool:
+        """Whether frames go to uvicorn's websockets-sansio protocol directly."""
+        return self._protocol is not None
+
+    @property
+    def protocol(self) -> Any | None:
+        """uvicorn's websockets-sansio protocol of this viewer, or None."""
+        return self._protocol
+
+    def let_go(self, reason: str, linger: float | None = None) -> None:
+        """Close the viewer with 4008 and ``reason``, behind what was already written,
+        without waiting for the socket: the close frame goes to the transport's buffer,
+        which is flushed and then closed; a viewer still reading gets every frame and
+        then the 4008 (so it knows to resume by cursor). Whatever the viewer has not
+        taken ``linger`` seconds later (default ``stall_seconds``) is dropped with the
+        connection (``abort``). Under another ASGI server: nothing (the caller closes)."""
+        protocol = self._protocol
+        if protocol is None or protocol.close_sent or protocol.transport.is_closing():
+            return
+        try:
+            protocol.conn.send_close(CLOSE_BEHIND, reason)
+        except InvalidState:
+            return  # closing already
+        transport = protocol.transport
+        transport.write(b"".join(protocol.conn.data_to_send()))
+        protocol.close_sent = True
+        transport.close()  # after its buffer is written
+        delay = self._stall_seconds if linger is None else linger
+        protocol.loop.call_later(delay, _abort_if_open, transport)
 
     async def send(self, frames: Iterable[bytes]) -> None:
         protocol = self._protocol
@@ -116,12 +151,14 @@ class FrameSender:
                     conn.send_text(frame)
             except InvalidState:  # closing: as uvicorn's send
                 raise WebSocketDisconnect(1006) from None
-            protocol.transport.write(b"".join(conn.data_to_send()))
+            data = b"".join(conn.data_to_send())
+            self.written += len(data)
+            protocol.transport.write(data)
             return
         if conn.state is not State.OPEN or conn.expect_continuation_frame:
             raise WebSocketDisconnect(1006)  # closing: as uvicorn's send
         parts = conn.data_to_send()  # whatever the protocol queued goes first
-        size = 0
+        size = total = 0
         write = protocol.transport.write
         for frame in frames:
             parts.append(_header(len(frame)))
@@ -129,9 +166,17 @@ class FrameSender:
             size += len(frame)
             if size >= WRITE_BYTES:
                 write(b"".join(parts))
+                total += size
                 parts, size = [], 0
         if parts:
             write(b"".join(parts))
+        self.written += total + size  # frames' bytes (their headers aside: a few each)
+
+
+def _abort_if_open(transport: Any) -> None:
+    """A transport closed with a buffer it could not write yet: drop it now."""
+    if transport.get_write_buffer_size():
+        transport.abort()
 
 
 _SMALL_HEADERS = tuple(bytes((0x81, size)) for size in range(126))
