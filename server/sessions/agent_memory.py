@@ -40,7 +40,7 @@ class AgentRefused(AgentStartError):
     ) -> None:
         hint = (
             " (it requires authentication: set authMethod for this agent in AGENTS_FILE)"
-            if error.code == -32000 and step != "session/new" and forgotten is None
+            if error.code == -32000 and forgotten is None
             else ""
         )
         reason = f"the agent answered {step} with error {error.code}: {error.message}{hint}"

@@ -10,6 +10,7 @@ amount a finite number, else null; the raw ACP frame keeps what the agent sent.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
@@ -20,6 +21,8 @@ __all__ = ["MAX_COUNT", "checked_cost", "count", "amount", "usage_report"]
 # The largest integer a JSON client reads exactly (2^53-1, JavaScript's safe integers):
 # far beyond any real run, and sums of many such runs still fit a BIGINT column
 # (2^63-1 is 1024 of them).
+log = logging.getLogger("agent_sessions.sessions")
+
 MAX_COUNT = 2**53 - 1
 MAX_CURRENCY = 16  # the runs table's cost_currency column
 MAX_AMOUNT = 1e15  # a cost beyond this is none an agent can have meant
@@ -62,8 +65,17 @@ def checked_cost(value: JsonValue) -> Cost | None:
     }
 
 
-def usage_report(value: JsonValue) -> JsonObject | None:
-    """A prompt result's ``usage``: each count checked (``count``); other fields dropped."""
+def usage_report(value: JsonValue, session_id: str | None = None) -> JsonObject | None:
+    """A prompt result's ``usage``: each count checked (``count``); objects and lists in
+    it dropped. The result is no message (no raw frame keeps it): a report that had to be
+    changed is logged as the agent sent it."""
     if not isinstance(value, dict):
         return None
-    return {key: count(item) for key, item in value.items() if not isinstance(item, dict | list)}
+    checked = {k: count(v) for k, v in value.items() if not isinstance(v, dict | list)}
+    if checked != value:
+        log.warning(
+            "the agent's usage report held numbers no count can be: %.500r",
+            value,
+            extra={"session_id": session_id, "event": "agent_numbers"},
+        )
+    return checked

@@ -130,7 +130,7 @@ class TurnRunner(LiveBase):
         try:
             result = await self.client.prompt(blocks)
             stop_reason = str(result.get("stopReason") or "end_turn")
-            turn.usage = usage_report(result.get("usage"))  # checked; the frame is logged
+            turn.usage = usage_report(result.get("usage"), self.id)  # checked
             cancelled = stop_reason == "cancelled" or turn.cancel_requested
             status = "cancelled" if cancelled else "completed"
         except RpcError as exc:
