@@ -116,9 +116,8 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
             assert m["raw"]["method"] == "session/prompt", m
             assert m["raw"]["params"]["prompt"] == [{"type": "text", "text": c["text"]}], m
             continue
-        composed = (
-            c["type"] in ("run", "status")
-            or (c["type"] in ("text", "thought") and c["partial"] is False)
+        composed = c["type"] in ("run", "status") or (
+            c["type"] in ("text", "thought") and c["partial"] is False
         )
         if composed:
             assert m["raw"] is None, m
