@@ -22,8 +22,8 @@ never lets a write through again: uvicorn keeps what it cannot send in memory an
 for ever. Before each batch the sender waits for the socket to take data, for at most
 ``stall_seconds`` (``WS_STALL_SECONDS``); then it lets the viewer go (``let_go``): a
 4008 close frame behind what was written, the connection closed once that is flushed
-and aborted if it is not within ``stall_seconds`` more, which frees the buffers. Every
-way the server lets a slow viewer go is that 4008 with its reason.
+and aborted once the viewer takes nothing for ``stall_seconds``, which frees the buffers.
+Every way the server lets a slow viewer go is that 4008 with its reason.
 The writes of one batch go to uvicorn's buffer without waiting: waiting for the socket
 between them cost a tool-update flood ~20 % of its rate (bench-ab, 80 → 99 µs of server
 CPU an update), and a batch is bounded by the viewer's queue.
@@ -114,13 +114,13 @@ class FrameSender:
         """uvicorn's websockets-sansio protocol of this viewer, or None."""
         return self._protocol
 
-    def let_go(self, reason: str, linger: float | None = None) -> None:
+    def let_go(self, reason: str) -> None:
         """Close the viewer with 4008 and ``reason``, behind what was already written,
         without waiting for the socket: the close frame goes to the transport's buffer,
         which is flushed and then closed; a viewer still reading gets every frame and
-        then the 4008 (so it knows to resume by cursor). Whatever the viewer has not
-        taken ``linger`` seconds later (default ``stall_seconds``) is dropped with the
-        connection (``abort``). Under another ASGI server: nothing (the caller closes)."""
+        then the 4008 (so it knows to resume by cursor). Once it takes no data for
+        ``stall_seconds``, the rest is dropped with the connection (``abort``). Under
+        another ASGI server: nothing (the caller closes)."""
         protocol = self._protocol
         if protocol is None or protocol.close_sent or protocol.transport.is_closing():
             return
@@ -132,8 +132,7 @@ class FrameSender:
         transport.write(b"".join(protocol.conn.data_to_send()))
         protocol.close_sent = True
         transport.close()  # after its buffer is written
-        delay = self._stall_seconds if linger is None else linger
-        protocol.loop.call_later(delay, _abort_if_open, transport)
+        _abort_when_stuck(protocol.loop, transport, self._stall_seconds, -1)
 
     async def send(self, frames: Iterable[bytes]) -> None:
         protocol = self._protocol
@@ -173,10 +172,16 @@ class FrameSender:
         self.written += total + size  # frames' bytes (their headers aside: a few each)
 
 
-def _abort_if_open(transport: Any) -> None:
-    """A transport closed with a buffer it could not write yet: drop it now."""
-    if transport.get_write_buffer_size():
+def _abort_when_stuck(loop: Any, transport: Any, seconds: float, before: int) -> None:
+    """Every ``seconds``: a closing transport whose buffer did not shrink since the last
+    look (the viewer took nothing) is dropped; one that did is looked at again."""
+    left = transport.get_write_buffer_size()
+    if not left:
+        return  # flushed: the transport closes by itself
+    if 0 <= before <= left:
         transport.abort()
+        return
+    loop.call_later(seconds, _abort_when_stuck, loop, transport, seconds, left)
 
 
 _SMALL_HEADERS = tuple(bytes((0x81, size)) for size in range(126))
