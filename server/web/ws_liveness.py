@@ -17,7 +17,7 @@ import time
 
 import anyio
 
-from server.web.ws_sender import FrameSender
+from server.web.ws_sender import FrameSender, pending_bytes
 
 __all__ = ["watch"]
 
@@ -31,14 +31,14 @@ async def watch(sender: FrameSender, stall_seconds: float) -> bool:
     transport = protocol.transport
     interval = max(0.05, stall_seconds / 4)
     progress = time.monotonic()
-    queued, written = transport.get_write_buffer_size(), sender.written
+    queued, written = pending_bytes(transport), sender.written
     ping: bytes | None = None
     while True:
         await anyio.sleep(interval)
         if protocol.close_sent or transport.is_closing():
             return True
         now = time.monotonic()
-        size = transport.get_write_buffer_size()
+        size = pending_bytes(transport)
         drained = queued + (sender.written - written) > size  # the socket took some
         answered = ping is not None and protocol.pending_ping_payload != ping
         if drained or answered or (size == 0 and ping is None):

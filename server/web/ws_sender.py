@@ -31,6 +31,9 @@ CPU an update), and a batch is bounded by the viewer's queue.
 
 from __future__ import annotations
 
+import fcntl
+import struct
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,6 +47,8 @@ __all__ = ["CLOSE_BEHIND", "STALL_SECONDS", "WRITE_BYTES", "FrameSender"]
 STALL_SECONDS = 60.0  # WS_STALL_SECONDS' default
 CLOSE_BEHIND = 4008  # API.md: the client fell too far behind (reconnect with after)
 
+# Linux's SIOCOUTQ (TIOCOUTQ): the bytes in a socket's send queue
+_OUTQ: int | None = 0x5411 if sys.platform == "linux" else None
 _MAX_DEPTH = 8
 # Frames go to the transport in writes of about this many bytes. One write of a whole
 # backlog (a flood of ~5 KB tool updates: thousands of frames, megabytes) joined it into
@@ -172,12 +177,27 @@ class FrameSender:
         self.written += total + size  # frames' bytes (their headers aside: a few each)
 
 
+def pending_bytes(transport: Any) -> int:
+    """Bytes written to ``transport`` the viewer has not taken yet: its buffer, and on
+    Linux the socket's send queue (the kernel reports the socket writable only once a
+    third of its buffer is free: megabytes, at a slow viewer's pace seconds, in which the
+    transport's buffer alone does not move)."""
+    pending = int(transport.get_write_buffer_size())
+    sock = transport.get_extra_info("socket")
+    if sock is not None and _OUTQ is not None:
+        try:
+            pending += struct.unpack("i", fcntl.ioctl(sock.fileno(), _OUTQ, b"\0" * 4))[0]
+        except OSError:
+            pass  # closed meanwhile
+    return pending
+
+
 def _abort_when_stuck(loop: Any, transport: Any, seconds: float, before: int) -> None:
-    """Every ``seconds``: a closing transport whose buffer did not shrink since the last
-    look (the viewer took nothing) is dropped; one that did is looked at again."""
-    left = transport.get_write_buffer_size()
-    if not left:
-        return  # flushed: the transport closes by itself
+    """Every ``seconds``: a closing transport whose pending bytes did not shrink since the
+    last look (the viewer took nothing) is dropped; one that did is looked at again."""
+    if transport.is_closing() and not transport.get_write_buffer_size():
+        return  # flushed: the transport closes by itself (the kernel sends the rest)
+    left = pending_bytes(transport)
     if 0 <= before <= left:
         transport.abort()
         return

@@ -59,16 +59,21 @@ def test_a_slow_reader_gets_every_frame_then_4008(live_server: Callable[..., Liv
     with httpx.Client(base_url=server.url, timeout=30) as http:
         session_id = _session(http)
         url = f"{server.ws_url}/ws/sessions/{session_id}"
-        with connect(url, origin=server.url, max_queue=4, ping_interval=None) as ws:
+        # A small receive buffer: the kernel's buffers must not hold the whole flood (then
+        # the server never waits on this viewer, whatever its pace).
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        sock.connect(("127.0.0.1", server.port))
+        with connect(url, sock=sock, origin=server.url, max_queue=4, ping_interval=None) as ws:
             assert json.loads(ws.recv())["type"] == "hello"
-            http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 3000 tool"})
+            http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 6000 tool"})
             seqs: list[int] = []
             try:
                 while True:
                     frame = json.loads(ws.recv(timeout=60))
                     if frame["type"] == "message":
                         seqs.append(frame["message"]["seq"])
-                    time.sleep(0.001)  # slower than the flood
+                    time.sleep(0.002)  # far slower than the flood
             except ConnectionClosed as closed:
                 assert closed.rcvd is not None, "cut off without a close frame"
                 assert closed.rcvd.code == 4008, closed.rcvd
