@@ -24,6 +24,7 @@ __all__ = [
     "list_runs",
     "list_tool_calls",
     "resumed_by",
+    "running_runs",
     "runs_with_status",
     "session_of_run",
     "update_run",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 # One cached Core statement: the SET clause comes from the parameters' keys. Built per
-# call through the ORM, each update cost ~800 us (py-spy: statement construction).
+# call through the ORM, statement construction was most of each update's cost.
 _TOOL_CALLS: Table = ToolCall.__table__  # type: ignore[assignment] # declarative tables are Tables
 _UPDATE_TOOL_CALL = update(_TOOL_CALLS).where(_TOOL_CALLS.c.id == bindparam("row_id"))
 
@@ -50,7 +51,7 @@ async def get_run(db: AsyncSession, run_id: str) -> Run | None:
 
 
 # What the BIGINT and double columns take; the domain checks an agent's numbers tighter
-# (server/sessions/agent_numbers.py); this is the last guard before the write.
+# (server/sessions/live/agent_numbers.py); this is the last guard before the write.
 _BIGINT = 2**63 - 1
 
 
@@ -136,6 +137,12 @@ async def runs_with_status(db: AsyncSession, status: str) -> Sequence[Run]:
     return (await db.execute(select(Run).where(Run.status == status))).scalars().all()
 
 
+async def running_runs(db: AsyncSession, session_id: str) -> Sequence[Run]:
+    """The session's runs still ``running``."""
+    query = select(Run).where(Run.session_id == session_id, Run.status == "running")
+    return (await db.execute(query)).scalars().all()
+
+
 async def list_runs(
     db: AsyncSession, where: RunFilter, *, limit: int, before: tuple[datetime, str] | None
 ) -> Sequence[Run]:
@@ -155,8 +162,8 @@ async def list_runs(
         created, ident = before
         # The bound first, alone: SQLite searches ix_runs_created from it. As one OR
         # ("earlier, or as early with a smaller id") it scanned the index from the newest
-        # run down to the cursor (measured: 3.6 -> 20 ms of CPU a deep page, 11k -> 201k
-        # runs; scripts/bench-scale).
+        # run down to the cursor: a deep page's cost grew with the table
+        # (scripts/bench-scale).
         query = query.where(
             Run.created_at <= created, (Run.created_at < created) | (Run.id < ident)
         )

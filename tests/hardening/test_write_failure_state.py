@@ -60,8 +60,9 @@ def test_a_failed_run_end_costs_its_session_only(client: TestClient, settings: S
 
 def test_readyz_fails_while_sessions_cannot_start(client: TestClient) -> None:
     assert client.get("/readyz").status_code == 200
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    hub.shutting_down = True  # the state a crashed hub used to leave behind, unreported
+    supervisor = client.app.state.agent_sessions.sessions.supervisor  # type: ignore[attr-defined]
+    # the state a crashed supervisor (then: hub) used to leave behind, unreported
+    supervisor.shutting_down = True
     try:
         refused = client.post("/api/sessions", json={"repoId": demo_repo(client)})
         assert refused.status_code == 503, refused.text
@@ -69,4 +70,4 @@ def test_readyz_fails_while_sessions_cannot_start(client: TestClient) -> None:
         assert ready.status_code == 503, ready.text
         assert ready.json()["error"]["code"] == "not_ready"
     finally:
-        hub.shutting_down = False
+        supervisor.shutting_down = False

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import metrics
-from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
 from server.web.state import app_state
@@ -23,7 +23,7 @@ async def readyz(request: Request) -> Response:
         await state.db.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    if not state.hub.taking_sessions:  # what POST /api/sessions would answer 503 for
+    if not state.sessions.taking_sessions:  # what POST /api/sessions would answer 503 for
         return error_response(503, "not_ready", "The server is not taking sessions.")
     return JSONResponse({"status": "ready"})
 
