@@ -226,8 +226,10 @@ def _flood(
 def phase_startup(ctx: Context) -> dict[str, Any]:
     """Process start → /readyz 200: a restart on a database whose schema is current (the
     plain start the target is about: no migrations run), the first start on a new file
-    (the migrations run), and a bare uvicorn app, interleaved."""
-    real, first, bare = [], [], []
+    (the migrations run), a bare uvicorn app, and the bare app with SQLAlchemy's asyncio
+    ORM opening that database (``bare stack``: the limit the target is measured
+    against), interleaved."""
+    real, first, bare, stack = [], [], [], []
     for n in range(ctx.sizes.startup_runs):
         server = Server.start(ctx.tracker, ctx.workdir / f"startup-{n}")
         first.append(server.startup_seconds)
@@ -247,7 +249,20 @@ def phase_startup(ctx: Context) -> dict[str, Any]:
             wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started
         )
         ctx.tracker.stop(process)
+        port = free_port()
+        started = time.perf_counter()
+        database = ctx.workdir / f"startup-{n}" / "db.sqlite"  # the server's, migrated
+        process = ctx.tracker.spawn(
+            [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)],
+            log=ctx.workdir / "bare-stack.log",
+        )
+        stack.append(
+            wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started
+        )
+        ctx.tracker.stop(process)
     return {
+        "stack_runs_s": stack,
+        "stack_median_s": median(stack),
         "runs_s": real,
         "median_s": median(real),
         "max_s": max(real),

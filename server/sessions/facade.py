@@ -100,6 +100,11 @@ class Sessions:
     def shutting_down(self) -> bool:
         return self.supervisor.shutting_down
 
+    @property
+    def taking_sessions(self) -> bool:
+        """Whether sessions can be started (what /readyz reports)."""
+        return self.supervisor.taking_sessions
+
     def mcp_names(self, value: object) -> tuple[str, ...]:
         """``mcpServers`` of a create request: a list of defined names (else 422)."""
         catalog = self.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from store import Database, stats_fast, tool_stats_fast
+from store import Database, stats_safe, tool_stats_fast
 from store import stats as stats_store
 
 __all__ = ["Stats"]
@@ -17,8 +17,8 @@ class Stats:
     async def buckets(
         self, query: stats_store.StatsQuery, group_by: stats_store.GroupBy
     ) -> list[stats_store.Bucket]:
-        async with self.database.read() as db:
-            return await stats_fast.run_buckets(db, query, group_by)
+        # Exact or recomputed wide when a sum would overflow (store.stats_safe).
+        return await stats_safe.run_buckets(self.database, query, group_by)
 
     async def tools(
         self, query: stats_store.StatsQuery, *, limit: int

@@ -29,6 +29,7 @@ from server import metrics
 from server.logs import log_context
 from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import SandboxUnavailable
+from server.sessions.live.agent_numbers import checked_cost
 from server.sessions.live.controls import Controls
 from server.sessions.live.controls_state import ControlsState
 from server.sessions.live.handshake import Restore, handshake
@@ -84,6 +85,7 @@ class LiveSession:
         self._stop: Stop | None = None
         # Set when the agent exited on its own (not stopped): how it ended.
         self.crashed = False
+        self.started = False  # the agent answered the handshake (the supervisor's to know)
         self.exit_code: int | None = None
         self.failure: str | None = None
         self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
@@ -225,7 +227,7 @@ class LiveSession:
                 metrics.AGENT_PROCESSES.inc()
                 try:
                     await self._handshake(restore)
-                    started = True
+                    started = self.started = True
                     task_status.started()
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
@@ -364,10 +366,9 @@ class LiveSession:
         outputs, control_ops = self.controls.from_agent(self.translator.translate(update, raw))
         kind = update.get("sessionUpdate")
         if kind == "usage_update":
-            cost = update.get("cost")
-            amount = cost.get("amount") if isinstance(cost, dict) else None
-            if isinstance(amount, int | float) and not isinstance(amount, bool):
-                self.cost_seen = float(amount)
+            cost = checked_cost(update.get("cost"))
+            if cost is not None:
+                self.cost_seen = cost["amount"]
             if turn is not None:
                 turn.note_cost(cost)
         staged, tool_ops = stage(outputs, turn)

@@ -18,12 +18,14 @@ async def healthz(_request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
+    state = app_state(request)
     try:
-        await app_state(request).sessions.ping()
+        await state.sessions.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    sandbox = app_state(request).sessions.sandbox_readiness()
-    return JSONResponse({"status": "ok", "sandbox": sandbox})
+    if not state.sessions.taking_sessions:  # what POST /api/sessions would answer 503 for
+        return error_response(503, "not_ready", "The server is not taking sessions.")
+    return JSONResponse({"status": "ok", "sandbox": state.sessions.sandbox_readiness()})
 
 
 async def metrics_endpoint(request: Request) -> Response:

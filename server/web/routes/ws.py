@@ -24,6 +24,7 @@ from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import session_view
+from server.web.ws_liveness import watch
 from server.web.ws_sender import FrameSender
 
 log = logging.getLogger("agent_sessions.ws")
@@ -70,12 +71,21 @@ async def stream(websocket: WebSocket) -> None:
             )
         )
         sender = FrameSender(websocket, state.settings.ws_stall_seconds)
-        cursor = await _replay(sender, state, session_id, after, page)
-        await sender.send([b'{"type":"live"}'])
+        live = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
-            await _receive_commands(websocket, sender, state, session_id)
-            tg.cancel_scope.cancel()
+            scope = tg.cancel_scope
+            tg.start_soon(_watch, sender, state.settings.ws_stall_seconds, scope)
+            # Read from the start, the replay too: a viewer that closes during it is
+            # noticed at once (its commands wait for the replay's end).
+            tg.start_soon(_receive, websocket, sender, state, session_id, live, scope)
+            try:
+                cursor = await _replay(sender, state, session_id, after, page)
+                await sender.send([b'{"type":"live"}'])
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                scope.cancel()
+                return
+            live.set()
+            await _send_live(websocket, sender, sub, cursor, scope)
     except WebSocketDisconnect:
         pass
     finally:
@@ -127,13 +137,13 @@ async def _send_live(
         while True:
             frames = await sub.wait_frames()
             if not frames:
+                if sub.overflowed:  # behind what it was sent, not waiting for the socket
+                    sender.let_go("too far behind; reconnect with after=<last seq>")
+                    if not sender.direct:  # another ASGI server: its own close
+                        await websocket.close(CLOSE_BEHIND, "too far behind")
+                    break
                 await sender.writable()  # a close waits for the socket too, bounded here
-                if sub.overflowed:
-                    await websocket.close(
-                        CLOSE_BEHIND, "too far behind; reconnect with after=<last seq>"
-                    )
-                else:
-                    await websocket.close(1001, "server shutting down")
+                await websocket.close(1001, "server shutting down")
                 break
             if frames[0][0] <= cursor:  # some were replayed already
                 frames = deque((seq, frame) for seq, frame in frames if seq > cursor)
@@ -145,8 +155,32 @@ async def _send_live(
     scope.cancel()
 
 
+async def _watch(sender: FrameSender, stall_seconds: float, scope: anyio.CancelScope) -> None:
+    if await watch(sender, stall_seconds):
+        scope.cancel()
+
+
+async def _receive(
+    websocket: WebSocket,
+    sender: FrameSender,
+    state: AppState,
+    session_id: str,
+    live: anyio.Event,
+    scope: anyio.CancelScope,
+) -> None:
+    try:
+        await _receive_commands(websocket, sender, state, session_id, live)
+    except WebSocketDisconnect:
+        pass
+    scope.cancel()
+
+
 async def _receive_commands(
-    websocket: WebSocket, sender: FrameSender, state: AppState, session_id: str
+    websocket: WebSocket,
+    sender: FrameSender,
+    state: AppState,
+    session_id: str,
+    live: anyio.Event,
 ) -> None:
     limit = state.settings.max_ws_message_bytes
     prompt_limit = state.settings.max_prompt_frame_bytes  # a prompt may carry an image
@@ -170,6 +204,7 @@ async def _receive_commands(
                 await sender.writable(within=CLOSE_SECONDS)
                 await websocket.close(1009, "message too big")
             return
+        await live.wait()  # a command is answered after the replay and the "live" frame
         reply = await _command(state, session_id, data)
         await sender.send([orjson.dumps(reply)])  # bounded, as every frame after the hello
 
