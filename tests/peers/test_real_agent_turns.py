@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 FILE = "hello.txt"
 TEXT = "written by the agent\n"
 FINAL = "The file is written."
+SHELL = f"printf 'written by the agent\\n' > {FILE}"
 
 
 def agent_table(name: str, home: Path, model_url: str) -> tuple[Path, str]:
@@ -71,9 +72,9 @@ def write_script(name: str, path: Path) -> list[Reply]:
     if name == "claude":
         first = call("Write", {"file_path": str(path), "content": TEXT})
     elif name == "gemini":
-        first = call("write_file", {"file_path": str(path), "content": TEXT})
+        first = call("run_shell_command", {"command": SHELL, "description": "write the file"})
     else:
-        first = call("shell", {"command": ["bash", "-lc", f"printf %s {TEXT!r} > {FILE}"]})
+        first = call("shell", {"command": ["bash", "-c", SHELL]})
     return [first, say(FINAL)]
 
 
