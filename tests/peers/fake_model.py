@@ -85,7 +85,8 @@ def _openai_results(body: dict[str, Any]) -> list[Any]:
 def _gemini_results(body: dict[str, Any]) -> list[Any]:
     found = []
     for content in body.get("contents", []):
-        found += [p["functionResponse"] for p in content.get("parts", []) if "functionResponse" in p]
+        parts = content.get("parts", [])
+        found += [p["functionResponse"] for p in parts if "functionResponse" in p]
     return found
 
 
@@ -101,6 +102,7 @@ class FakeModel:
     def __init__(self, script: list[Reply]) -> None:
         self.script = list(script)
         self.requests: list[Recorded] = []
+        self.issued: list[str] = []  # the tool calls sent, by id (Gemini: by name)
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -123,6 +125,31 @@ class FakeModel:
             last.api, _gemini_results
         )
         return read(last.body)
+
+    def answered(self) -> list[str]:
+        """What the tool results of the last request answer: the call ids the model gave
+        (Anthropic ``tool_use_id``, OpenAI ``call_id``) or, for Gemini, the tool names.
+        After a scripted turn it equals ``issued``."""
+        keys = ("tool_use_id", "call_id", "name")
+        return [next(str(r[k]) for k in keys if k in r) for r in self.tool_results()]
+
+    def offered_tools(self) -> list[str]:
+        """The tool names the agent offered in its last turn request (how a test finds an
+        agent's name for a client tool, e.g. ``mcp__client-tools__NAME`` for claude)."""
+        mains = self.main_requests()
+        if not mains:
+            return []
+        tools = mains[-1].body.get("tools", [])
+        names = [t.get("name") for t in tools]  # Anthropic, OpenAI
+        for tool in tools:  # Gemini: {"functionDeclarations": [...]}
+            names += [d.get("name") for d in tool.get("functionDeclarations", [])]
+        return [str(n) for n in names if n]
+
+    def _issue(self, key: str) -> str:
+        with self._lock:
+            if key not in self.issued:  # a retried request gets the same id again
+                self.issued.append(key)
+        return key
 
     def reply_for(self, results: int) -> Reply:
         if results < len(self.script):
@@ -186,12 +213,12 @@ class FakeModel:
         body = await request.json()
         main = bool(body.get("tools"))
         self._record("anthropic", request, body, main)
-        reply = self.reply_for(len(_anthropic_results(body))) if main else say(SIDE_REPLY)
-        n = len(self.requests)
+        n = len(_anthropic_results(body))
+        reply = self.reply_for(n) if main else say(SIDE_REPLY)
         if reply.tool is not None:
             block: dict[str, Any] = {
                 "type": "tool_use",
-                "id": f"toolu_{n:04d}",
+                "id": self._issue(f"toolu_{n:02d}"),
                 "name": reply.tool,
                 "input": {},
             }
@@ -203,7 +230,7 @@ class FakeModel:
             stop, whole = "end_turn", {"type": "text", "text": reply.text}
         usage = {"input_tokens": 10, "output_tokens": 5}
         message = {
-            "id": f"msg_{n:04d}",
+            "id": f"msg_{len(self.requests):04d}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", "claude"),
@@ -243,14 +270,14 @@ class FakeModel:
         body = await request.json()
         main = bool(body.get("tools"))
         self._record("openai", request, body, main)
-        reply = self.reply_for(len(_openai_results(body))) if main else say(SIDE_REPLY)
-        n = len(self.requests)
-        rid = f"resp_{n:04d}"
+        n = len(_openai_results(body))
+        reply = self.reply_for(n) if main else say(SIDE_REPLY)
+        rid = f"resp_{len(self.requests):04d}"
         if reply.tool is not None:
             item: dict[str, Any] = {
                 "type": "function_call",
-                "id": f"fc_{n:04d}",
-                "call_id": f"call_{n:04d}",
+                "id": f"fc_{n:02d}",
+                "call_id": self._issue(f"call_{n:02d}"),
                 "name": reply.tool,
                 "arguments": json.dumps(reply.args),
                 "status": "completed",
@@ -258,7 +285,7 @@ class FakeModel:
         else:
             item = {
                 "type": "message",
-                "id": f"msg_{n:04d}",
+                "id": f"msg_{len(self.requests):04d}",
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
@@ -305,9 +332,10 @@ class FakeModel:
             return JSONResponse({"totalTokens": 10})
         main = method == "streamGenerateContent" and bool(body.get("tools"))
         self._record("gemini", request, body, main)
-        reply = self.reply_for(len(_gemini_results(body))) if main else say(SIDE_REPLY)
+        n = len(_gemini_results(body))
+        reply = self.reply_for(n) if main else say(SIDE_REPLY)
         part: dict[str, Any] = (
-            {"functionCall": {"name": reply.tool, "args": reply.args}}
+            {"functionCall": {"name": self._issue(reply.tool), "args": reply.args}}
             if reply.tool is not None
             else {"text": reply.text}
         )
