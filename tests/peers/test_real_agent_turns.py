@@ -23,6 +23,15 @@ from tests.peers.test_real_agents import BIN, CODEX, toml_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
+# Keeps what the agents fetch besides the model on loopback (measured with strace:
+# claude fetches a plugin blocklist from raw.githubusercontent.com even with
+# CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC): a proxy at a closed port, so any such
+# request fails at once, without even a DNS lookup; the model is reached directly.
+OFFLINE = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost",
+}
 FILE = "hello.txt"
 TEXT = "written by the agent\n"
 FINAL = "The file is written."
@@ -32,7 +41,7 @@ SHELL = f"printf 'written by the agent\\n' > {FILE}"
 def agent_table(name: str, home: Path, model_url: str) -> tuple[Path, str]:
     """The agent's executable and its AGENTS_FILE table, its model at ``model_url``."""
     (home / "tmp").mkdir(parents=True, exist_ok=True)
-    env = {"HOME": str(home), "TMPDIR": str(home / "tmp")}
+    env = {"HOME": str(home), "TMPDIR": str(home / "tmp")} | OFFLINE
     auth = None
     if name == "claude":
         exe, args = BIN / "claude-agent-acp", ""
@@ -59,6 +68,9 @@ def agent_table(name: str, home: Path, model_url: str) -> tuple[Path, str]:
     else:
         exe, args = BIN / "gemini", " --acp"
         env |= {"GEMINI_API_KEY": "offline", "GOOGLE_GEMINI_BASE_URL": model_url}
+        (home / ".gemini").mkdir(exist_ok=True)  # no usage statistics to play.googleapis.com
+        settings = {"privacy": {"usageStatisticsEnabled": False}}
+        (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
     lines = [f"[agents.{name}]", f"command = {json.dumps(str(exe) + args)}"]
     lines.append(f"env = {toml_table(env)}")
     if auth:
