@@ -15,7 +15,13 @@ retried request gets the same reply, and the agent's side requests do not use up
 script). A request that offers no tools is one of an agent's side requests (a title, a
 next-speaker check, a routing choice): it gets ``SIDE_REPLY``, which parses as the JSON
 those callers want. Every request is recorded, so a test can assert what the agent sent
-back (``tool_results``).
+back: ``issued`` (the tool calls sent) against ``answered()`` (the results that came back).
+
+The script is generic: ``call(NAME, ARGS)`` makes the agent call any tool it offered, its
+own (``Write``, ``run_shell_command``, ``exec_command``) or a client tool served over MCP
+(claude names it ``mcp__<server>__NAME``; ``offered_tools()`` lists the names an agent
+really offered, so a test need not guess another agent's spelling). ``model.script`` can
+be set after the server started, e.g. once the session's workspace path is known.
 """
 
 from __future__ import annotations
