@@ -29,6 +29,8 @@ from server.sessions.workspaces import service as workspace_service
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
+from server.users import Revocations, Users
+from server.web.auth import AuthMiddleware
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
@@ -40,6 +42,7 @@ from server.web.routes import (
     runs,
     sessions,
     stats,
+    users,
     workspaces,
     ws,
 )
@@ -48,8 +51,8 @@ from server.web.security import (
     HostMiddleware,
     OriginMiddleware,
     SecurityHeadersMiddleware,
-    TokenMiddleware,
 )
+from server.web.signins import SignIns
 from server.web.state import AppState
 from store import Database, Repo, open_database, startup_lock, upgrade, utcnow
 from store import repos as repo_store
@@ -177,8 +180,20 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 await workspace_service.recover(hub)
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
+                revocations = Revocations()
+                if cluster.enabled:
+                    revocations.publish = cluster.publish_revocation
+                    cluster.on_revoked = revocations.revoked_here
                 app.state.agent_sessions = AppState(
-                    settings, db, writer, broker, hub, agents, cluster
+                    settings,
+                    db,
+                    writer,
+                    broker,
+                    hub,
+                    agents,
+                    cluster,
+                    Users(db, settings, revocations),
+                    SignIns(),
                 )
                 log.info("ready", extra={"event": "ready"})
                 try:
@@ -194,6 +209,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
 
     routes = [
         *ops.routes,
+        *users.routes,
         *repos.routes,
         *history.routes,
         *sessions.routes,
@@ -213,7 +229,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             Middleware(RequestIdMiddleware),
             Middleware(SecurityHeadersMiddleware),
             Middleware(HostMiddleware, settings=settings),  # DNS rebinding: before anything
-            Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
+            Middleware(AuthMiddleware, settings=settings),  # who asks, and may they
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
             Middleware(ForwardingMiddleware, settings=settings),  # commands for other nodes

@@ -56,6 +56,7 @@ RunStatus = Literal["running", "completed", "failed", "cancelled", "paused", "in
 ToolStatus = Literal["pending", "in_progress", "completed", "error", "cancelled"]
 Role = Literal["user", "agent", "system"]
 Isolation = Literal["none", "worktree"]
+Visibility = Literal["team", "private"]  # API.md "Users and access"
 MessageType = Literal[
     "text",
     "thought",
@@ -113,6 +114,13 @@ class Workspace(_Shape):
     base_commit: str | None
 
 
+class Owner(msgspec.Struct, rename="camel"):
+    """A user as ``Session.owner`` and ``by`` name them (API.md "Users and access")."""
+
+    id: Uuid
+    name: str
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -129,6 +137,8 @@ class Session(msgspec.Struct, rename="camel"):
     metadata: JsonObject
     workspace: Workspace
     controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    owner: Owner | None = None  # null for sessions made before users existed
+    visibility: Visibility = "team"
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -170,6 +180,7 @@ class Run(msgspec.Struct, rename="camel"):
     duration_ms: int | None
     created_at: Time
     completed_at: Time | None
+    user_id: Uuid | None = None  # who prompted it (API.md "Users and access")
 
 
 class ToolCall(msgspec.Struct, rename="camel"):
@@ -219,6 +230,7 @@ class CreateSession(_Body):
     mcp_servers: list[NonBlank] | None = None
     isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
     base_ref: NonBlank | None = None
+    visibility: Annotated[Visibility, _invalid("visibility must be team or private.")] | None = None
 
 
 class PromptBody(_Body):

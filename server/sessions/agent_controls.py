@@ -25,6 +25,7 @@ from server.sessions.errors import Conflict, DomainError, Invalid
 from server.sessions.status import log_active_count
 from server.sessions.translate import Output
 from server.stream.writer import Draft
+from server.users.actor import actor_ref
 from store import sessions as session_store
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ async def _record(live: LiveSession, change: Change, by: ChangedBy, chosen: Chos
         "by": by,
         "controls": _state(live).view(),
     }
+    if by == "client":  # API.md "Users and access": the person behind the client
+        content["user"] = actor_ref()  # type: ignore[typeddict-unknown-key]
     turn = live.turn
     run_id, step = (turn.run_id, turn.step_number) if turn else (None, None)
     draft = Draft("system", as_json(content), None, run_id, step)

@@ -23,6 +23,7 @@ from server.sessions.services import Services
 from server.sessions.translate import Output, Translator
 from server.sessions.turn import Turn
 from server.stream.writer import Draft, new_id
+from server.users.actor import actor_ref
 from store import utcnow
 
 __all__ = ["LiveBase"]
@@ -126,6 +127,8 @@ class LiveBase:
         if self.turn is not None and pending.tool_call_id is not None:
             self.turn.tools.permission_decided(pending.tool_call_id)
         content = {**pending.content, "outcome": outcome, "reason": reason}
+        if reason == "user":  # API.md "Users and access": who answered (null without users)
+            content["by"] = actor_ref()
         turn = self.turn
         draft = Draft("system", content, None, pending.run_id, turn.step_number if turn else None)
         record = pending.kind.record

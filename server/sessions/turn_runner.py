@@ -23,6 +23,7 @@ from server.sessions.translate import Output, tool_status
 from server.sessions.turn import Turn
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
+from server.users.actor import actor_ref
 from store import Run, utcnow
 from store import runs as run_store
 from store import sessions as session_store
@@ -63,6 +64,9 @@ class TurnRunner(LiveBase):
         )
         blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
         user: TextContent = content.stored if content else {"type": "text", "text": text}
+        by = actor_ref()
+        if by is not None:  # API.md "Users and access": who wrote it
+            user = {**user, "by": by}  # type: ignore[typeddict-unknown-key]
         try:
             if self.needs_context:
                 preamble = await stored_preamble(self.services.db, self.id)
@@ -80,6 +84,7 @@ class TurnRunner(LiveBase):
                 parent_run_id=parent_run_id,
                 resumed_from=resumed_from,
                 created_at=now,
+                user_id=by["id"] if by is not None else None,
             )
 
             async def store_run(db: Any) -> None:

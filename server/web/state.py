@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from server.settings import Settings
     from server.stream.broker import Broker
     from server.stream.writer import Writer
+    from server.users import Users
+    from server.web.signins import SignIns
     from store import Database
 
 __all__ = ["AppState", "app_state"]
@@ -28,6 +30,8 @@ class AppState:
     hub: Hub
     agents: dict[str, AgentConfig]
     cluster: Cluster
+    users: Users
+    signins: SignIns
 
 
 def app_state(conn: HTTPConnection) -> AppState:

@@ -22,6 +22,7 @@ from server.sessions.workspaces.service import (
     session_lock,
     turn_running,
 )
+from server.users.actor import signed
 from store import SessionRecord
 from store import repos as repo_store
 from store import runs as run_store
@@ -113,7 +114,12 @@ async def commit(hub: Hub, session_id: str, message: str) -> Committed:
     async with session_lock(hub.writer, session_id):
         head = await in_thread(checkpoints.head_commit, path)
         made = await in_thread(
-            merge.commit_all, path, record.id, record.branch, message, author(hub.settings)
+            merge.commit_all,
+            path,
+            record.id,
+            record.branch,
+            signed(message),
+            author(hub.settings),
         )
         if made is None:
             raise Conflict("nothing_to_commit", "The worktree has no change to commit.")
@@ -137,7 +143,7 @@ async def merge_session(
     source = await in_thread(checkpoints.resolve_commit, repo, f"refs/heads/{record.branch}")
     if source is None:
         raise Conflict("not_a_worktree", "The session's branch was deleted.")
-    text = message or f"Merge {record.branch} ({record.title or session_id}) into {target}"
+    text = signed(message or f"Merge {record.branch} ({record.title or session_id}) into {target}")
     async with session_lock(hub.writer, session_id):
         outcome = await in_thread(
             merge.merge_branch,

@@ -35,6 +35,7 @@ from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import session_view
+from server.web.visibility import owner_filter
 from store import SessionRecord
 from store import messages as message_store
 from store import replay as replay_store
@@ -85,7 +86,11 @@ async def create_session(request: Request) -> Response:
         state.hub, body.repo_id, body.isolation, body.base_ref
     )
     record = await state.hub.create_session(
-        body.repo_id, body.agent_id, body.title, body.parent_run_id
+        body.repo_id,
+        body.agent_id,
+        body.title,
+        body.parent_run_id,
+        visibility=body.visibility or "team",
     )
     await workspace_service.make_worktree(state.hub, record, plan)
     live = await state.hub.start_new(record, mcp=tuple(body.mcp_servers or ()))
@@ -108,6 +113,7 @@ async def list_sessions(request: Request) -> Response:
         repo_id=repo_id,
         agent_id=request.query_params.get("agentId") or None,
         statuses=query_list(request, "status", STATUSES),
+        **owner_filter(request.query_params.get("owner") or None),
     )
     before = time_id_cursor(request)
     async with state.db.read() as db:

@@ -9,6 +9,7 @@ from starlette.routing import Route
 
 from server import shapes
 from server.sessions.workspaces import operations
+from server.users.actor import actor_ref
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -41,7 +42,7 @@ async def commit(request: Request) -> Response:
     await state.hub.get_record(session_id)
     body = await read_struct(request, shapes.CommitBody, state.settings.max_body_bytes)
     found = await operations.commit(state.hub, session_id, body.message)
-    return JSONResponse(found, status_code=201)
+    return JSONResponse({**found, "by": actor_ref()}, status_code=201)
 
 
 async def merge(request: Request) -> Response:
@@ -53,7 +54,7 @@ async def merge(request: Request) -> Response:
     )
     strategy = body.strategy or "merge"
     found = await operations.merge_session(state.hub, session_id, body.into, strategy, body.message)
-    return JSONResponse(found)
+    return JSONResponse({**found, "by": actor_ref()})
 
 
 async def delete_worktree(request: Request) -> Response:
