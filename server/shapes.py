@@ -26,6 +26,7 @@ __all__ = [
     "ForkBody",
     "ForkedFrom",
     "ISOLATIONS",
+    "VISIBILITIES",
     "Isolation",
     "Message",
     "MergeBody",
@@ -77,6 +78,7 @@ TOOL_STATUSES: tuple[str, ...] = get_args(ToolStatus)
 ROLES: tuple[str, ...] = get_args(Role)
 MESSAGE_TYPES: tuple[str, ...] = get_args(MessageType)
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
+VISIBILITIES: tuple[str, ...] = get_args(Visibility)
 
 Uuid = Annotated[str, msgspec.Meta(extra_json_schema={"format": "uuid"})]
 Time = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]

@@ -161,8 +161,11 @@ def main(argv: list[str] | None = None) -> None:
             f"demo repository: {seed_demo(_settings().workspace_root)}", file=sys.stderr
         )
     )
+    from server.cli.users import add_command as add_users_command
+
+    add_users_command(sub)
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("serve", "seed-demo"):  # the client's modules: ~15 ms
+    if not argv or argv[0] not in ("serve", "seed-demo", "users"):  # the client's modules: ~15 ms
         from server.cli.client import main as client_main
 
         client_main.add_commands(sub)

@@ -130,7 +130,7 @@ class Users:
         if name is not None:
             name = _check_name(name)
         if expires_at is not None and expires_at <= utcnow():
-            raise UserError("validation_error", "expiresAt is in the past.", {"field": "expiresAt"})
+            raise UserError("expiresAt is in the past.", field="expiresAt")
         secret = new_secret()
         row = self._token_row(user_id, name, expires_at, secret)
         async with self.db.write() as db, db.begin():

@@ -53,3 +53,7 @@ class SignIns:
                 self._failures.pop(next(iter(self._failures)))
             failures = self._failures[address] = deque()
         failures.append(self.clock())
+
+    def forget(self) -> None:
+        """Every address's failures (tests that send many wrong tokens on purpose)."""
+        self._failures.clear()
