@@ -18,7 +18,7 @@ from server.web.views import iso
 from store import stats as stats_store
 from store import stats_fast, tool_stats_fast
 
-GROUPINGS = ("day", "agent", "repo", "status")
+GROUPINGS = ("day", "agent", "repo", "status", "user")
 DEFAULT_DAYS = 30
 MAX_DAYS = 3660  # ten years: longer ranges are refused, not scanned
 

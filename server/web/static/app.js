@@ -7,6 +7,7 @@ import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
 import { pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
+import { loadMe } from "./me.js";
 
 const sidebarRoot = document.getElementById("sidebar");
 const mainRoot = document.getElementById("main");
@@ -63,5 +64,7 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
-route();
-sidebar.start();
+loadMe().catch(() => null).then(() => {
+  route();
+  sidebar.start();
+});
