@@ -43,6 +43,8 @@ SESSION_KEYS = {
     "metadata",
     "workspace",
     "controls",
+    "owner",  # API.md "Users and access"
+    "visibility",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 
