@@ -268,3 +268,32 @@ def test_secrets_never_show_in_a_repr() -> None:
 
     settings = load_settings({"API_TOKEN": API_TOKEN, "AUTH_PROXY_SECRET": "proof"}, env_file=None)
     assert API_TOKEN not in repr(settings) and "proof" not in repr(settings)
+
+
+def test_who_answered_and_usage_by_user(app_client: Any) -> None:
+    """The answer to a permission request names who gave it; the statistics count runs
+    by the user who prompted them."""
+    from tests.helpers import is_type, run_ended, wait_for_message
+
+    client = app_client()
+    _, admin = first_admin(client)
+    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
+    made = client.post(
+        "/api/users", json={"name": "pat", "role": "member"}, headers=bearer(admin)
+    ).json()
+    me, member = made["user"], bearer(made["token"])
+    sid = client.post("/api/sessions", json={"repoId": repo}, headers=member).json()["id"]
+    run = client.post(
+        f"/api/sessions/{sid}/prompt", json={"text": "write notes.txt hi"}, headers=member
+    ).json()["runId"]
+    client.headers.update(member)  # the helpers' reads
+    asked = wait_for_message(client, sid, is_type("permission", outcome=None))["content"]
+    answer = f"/api/sessions/{sid}/permissions/{asked['requestId']}"
+    assert client.post(answer, json={"optionId": "allow"}, headers=member).status_code == 200
+    wait_for_message(client, sid, run_ended(run))
+    decided = wait_for_message(
+        client, sid, lambda m: m["content"]["type"] == "permission" and m["content"]["outcome"]
+    )
+    assert decided["content"]["by"] == {"id": me["id"], "name": "pat"}
+    stats = client.get("/api/stats", params={"groupBy": "user"}, headers=member).json()
+    assert [(b["key"], b["runs"]) for b in stats["buckets"]] == [(me["id"], 1)]
