@@ -299,3 +299,15 @@ def test_the_table_says_what_api_md_says() -> None:
             assert rule.role == "admin" or "/tokens" in path, key
         if path.startswith("/api/sessions/{session_id}") and method != "GET":
             assert rule.drive, key
+
+
+def test_the_runs_list_leaves_out_someone_elses_private_runs(world: World) -> None:
+    def ids(role: str) -> set[str]:
+        page = world.client.get("/api/agent-runs?limit=200", headers=world.headers(role))
+        assert page.status_code == 200, page.text
+        return {r["id"] for r in page.json()["data"]}
+
+    assert world.runs["private"] in ids("admin")
+    for role in ("member", "viewer"):
+        assert world.runs["private"] not in ids(role)
+        assert world.runs["team"] in ids(role) and world.runs["own"] in ids(role)

@@ -24,6 +24,7 @@ from server.web.requests import (
 )
 from server.web.state import app_state
 from server.web.views import message_view, run_view, tool_call_view
+from server.web.visibility import visible_to
 from store import Run
 from store import messages as message_store
 from store import replay as replay_store
@@ -84,6 +85,7 @@ async def list_runs(request: Request) -> Response:
         agent_id=request.query_params.get("agentId") or None,
         parent_run_id=_opt_uuid(request, "parentRunId"),
         statuses=query_list(request, "status", RUN_STATUSES),
+        visible_to=visible_to(),
     )
     before = time_id_cursor(request)
     async with app_state(request).db.read() as db:
