@@ -13,7 +13,7 @@ from datetime import datetime
 
 from server.sessions.errors import Conflict, Invalid, NotFound
 from server.settings import Settings
-from server.users.actor import ROLES, SERVER_ADMIN, Actor
+from server.users.actor import ROLES, Actor
 from server.users.revocation import Revocations
 from server.users.secrets import PREFIX, Secret, hash_secret, new_secret, same_hash
 from store import Database, utcnow
@@ -258,6 +258,3 @@ class Users:
                 async with self.db.read() as db:
                     user = await user_store.get_user_by_name(db, name)
         return user_actor(user, ()) if user is not None else None
-
-
-__all__ += ["SERVER_ADMIN"]
