@@ -138,7 +138,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: JsonObject
     workspace: Workspace
-    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
     owner: Owner | None = None  # null for sessions made before users existed
     visibility: Visibility = "team"
 
@@ -327,6 +327,6 @@ class SetConfigCommand(_Body):  # the REST twin takes the config id in the path
     value: ConfigValue
 
 
-class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the hub
+class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the domain
     request_id: str
     option_id: str

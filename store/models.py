@@ -52,7 +52,7 @@ __all__ = [
 class _Json(TypeDecorator[JsonValue]):
     """JSON, and JSONB on PostgreSQL. The PostgreSQL dialect's modules load only when a
     PostgreSQL engine first uses the type: ``with_variant(JSONB)`` imported them on every
-    start (~80 ms of a SQLite server's start-up, measured with ``-X importtime``)."""
+    start, a large part of a SQLite server's start-up (``-X importtime``)."""
 
     impl = JSON
     cache_ok = True
@@ -75,7 +75,7 @@ _ELICITATION = "type = 'elicitation'"
 def postgresql_options() -> None:
     """Give the metadata its PostgreSQL-only options (``ix_messages_elicitation``'s WHERE)
     before a PostgreSQL engine uses it; idempotent. A ``postgresql_*`` keyword loads the
-    PostgreSQL dialect's modules to validate it (~45-80 ms, ``-X importtime``), so the
+    PostgreSQL dialect's modules to validate it (slow: ``-X importtime``), so the
     models leave it out and a SQLite server never pays for them. The schema itself comes
     from the migrations (0007 makes the index partial on both databases); this keeps
     ``create_all`` and autogenerate comparisons equal to them."""

@@ -9,6 +9,7 @@ import argparse
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 __all__ = ["add_command"]
@@ -25,7 +26,7 @@ def _expiry(value: str) -> datetime:
 async def _with_users(settings: Any, work: Callable[[Any], Awaitable[None]]) -> None:
     from server.cluster import CHANNEL
     from server.cluster.node import REVOKED
-    from server.users import Revocations, Users
+    from server.sessions.users import Revocations, Users
     from store import cluster as cluster_store
     from store import open_database, upgrade
 
@@ -46,13 +47,12 @@ async def _with_users(settings: Any, work: Callable[[Any], Awaitable[None]]) -> 
         await db.close()
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(load_settings: Callable[[], Any], args: argparse.Namespace) -> None:
     import anyio
 
-    from server.cli import _settings
     from server.sessions.errors import DomainError
 
-    settings = _settings()
+    settings = load_settings()
 
     async def work(users: Any) -> None:
         if args.action == "add":
@@ -85,7 +85,9 @@ def _run(args: argparse.Namespace) -> None:
         raise SystemExit(1) from None
 
 
-def add_command(sub: Any) -> None:
+def add_command(sub: Any, load_settings: Callable[[], Any]) -> None:
+    """``users`` and its actions; ``load_settings`` is the command line's (no import of
+    ``server.cli`` from here: that would be a cycle)."""
     p = sub.add_parser("users", help="add, list and remove users; make tokens")
     actions = p.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="add a user and print their first token")
@@ -98,4 +100,4 @@ def add_command(sub: Any) -> None:
     actions.add_parser("list", help="list users")
     remove = actions.add_parser("remove", help="remove a user (their sessions stay)")
     remove.add_argument("name")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=partial(_run, load_settings))

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from server.users.actor import Actor
+from server.sessions import Actor
 from server.web.errors import ApiError
 from server.web.state import AppState
 from store import runs as run_store

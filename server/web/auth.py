@@ -30,8 +30,8 @@ from starlette.requests import HTTPConnection
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from server.sessions import SERVER_ADMIN, Actor, acting
 from server.settings import Settings
-from server.users.actor import SERVER_ADMIN, Actor, acting
 from server.web.access import Rule, authorize, rule_for, unauthorized
 from server.web.errors import ApiError, error_response
 from server.web.security import CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED, close_websocket, needs_token

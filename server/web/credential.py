@@ -9,8 +9,7 @@ import time
 import anyio
 from starlette.websockets import WebSocket
 
-from server.users.actor import Actor
-from server.users.revocation import Revocations
+from server.sessions import Actor, Revocations
 from server.web.security import CLOSE_UNAUTHORIZED
 
 __all__ = ["Credential", "until_revoked"]

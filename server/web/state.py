@@ -9,12 +9,10 @@ from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
     from server.cluster import Cluster
-    from server.sessions.agents import AgentConfig
-    from server.sessions.hub import Hub
+    from server.sessions import AgentConfig, Sessions, Users
     from server.settings import Settings
     from server.stream.broker import Broker
     from server.stream.writer import Writer
-    from server.users import Users
     from server.web.signins import SignIns
     from store import Database
 
@@ -27,7 +25,7 @@ class AppState:
     db: Database
     writer: Writer
     broker: Broker
-    hub: Hub
+    sessions: Sessions
     agents: dict[str, AgentConfig]
     cluster: Cluster
     users: Users

@@ -10,7 +10,7 @@ import msgspec
 from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.contents import as_json
-from server.sessions.controls import empty_controls
+from server.sessions import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
 

@@ -3,7 +3,7 @@ private ones for anyone else; ``?owner=me|<userId>`` narrows a list to one owner
 
 from __future__ import annotations
 
-from server.users.actor import current_actor
+from server.sessions import current_actor
 from server.web.errors import ApiError
 from server.web.requests import check_uuid
 

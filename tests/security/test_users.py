@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from server.app import create_app
-from server.users import Secret, new_secret
+from server.sessions.users import Secret, new_secret
 from tests.conftest import make_git_repo
 from tests.helpers import assert_error, demo_command
 from tests.security.support import make

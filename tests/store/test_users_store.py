@@ -16,7 +16,7 @@ from tests.store.test_store import T0, session_record
 
 pytestmark = pytest.mark.anyio
 
-BEFORE = "0008_stats_half_hours"
+BEFORE = "0009_session_merged"
 
 
 async def columns(db: Database, table: str) -> set[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.users import shapes as user_shapes
+from server.sessions import user_shapes
 from server.web.openapi.parts import body_schema, json_response, op, path_param, request_body
 from server.web.openapi.schemas import Schema, closed, nullable, ref
 

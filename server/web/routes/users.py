@@ -10,10 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.sessions import Actor, Secret, current_actor, user_shapes
 from server.stream.frames import iso
-from server.users import Actor, Secret
-from server.users import shapes as user_shapes
-from server.users.actor import current_actor
 from server.web.access import unauthorized
 from server.web.auth import COOKIE, client_address
 from server.web.bodies import read_struct

@@ -2,7 +2,7 @@
 (API.md "Users and access")
 
 Revision ID: 0010_users
-Revises: 0008_stats_half_hours
+Revises: 0009_session_merged
 Create Date: 2026-11-28 14:30:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_users"
-down_revision = "0008_stats_half_hours"
+down_revision = "0009_session_merged"
 branch_labels = None
 depends_on = None
 
