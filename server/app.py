@@ -25,9 +25,11 @@ from agent_bridge import become_subreaper
 from server.cluster import Cluster
 from server.logs import REQUEST_ID
 from server.sessions import Sessions, load_agents
+from server.sessions.users import Revocations, Users
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
+from server.web.auth import AuthMiddleware
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
@@ -40,6 +42,7 @@ from server.web.routes import (
     runs,
     sessions,
     stats,
+    users,
     workspaces,
     ws,
 )
@@ -48,8 +51,8 @@ from server.web.security import (
     HostMiddleware,
     OriginMiddleware,
     SecurityHeadersMiddleware,
-    TokenMiddleware,
 )
+from server.web.signins import SignIns
 from server.web.state import AppState
 from store import Database, Repo, open_database, startup_lock, upgrade, utcnow
 from store import repos as repo_store
@@ -176,8 +179,19 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 await domain.start()
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
+                revocations = Revocations()
+                if cluster.enabled:
+                    revocations.publish = cluster.publish_revocation
+                    cluster.on_revoked = revocations.revoked_here
                 app.state.agent_sessions = AppState(
-                    settings, writer, broker, domain, agents, cluster
+                    settings,
+                    writer,
+                    broker,
+                    domain,
+                    agents,
+                    cluster,
+                    Users(db, settings, revocations),
+                    SignIns(),
                 )
                 log.info("ready", extra={"event": "ready"})
                 try:
@@ -193,6 +207,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
 
     routes = [
         *ops.routes,
+        *users.routes,
         *repos.routes,
         *history.routes,
         *sessions.routes,
@@ -213,7 +228,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             Middleware(RequestIdMiddleware),
             Middleware(SecurityHeadersMiddleware),
             Middleware(HostMiddleware, settings=settings),  # DNS rebinding: before anything
-            Middleware(TokenMiddleware, settings=settings),  # nothing runs for strangers
+            Middleware(AuthMiddleware, settings=settings),  # who asks, and may they
             Middleware(OriginMiddleware, settings=settings),
             Middleware(BodyLimitMiddleware, settings=settings),
             Middleware(ForwardingMiddleware, settings=settings),  # commands for other nodes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -89,6 +90,22 @@ def _choice(*choices: str) -> Callable[[str], str]:
         return value
 
     return parse
+
+
+def _optional_int(minimum: int) -> Callable[[str], int | None]:
+    whole = _int(minimum)
+
+    def parse(raw: str) -> int | None:
+        return whole(raw) if raw.strip() else None
+
+    return parse
+
+
+def _header_name(raw: str) -> str | None:
+    name = raw.strip().lower()
+    if name and not re.fullmatch(r"[a-z0-9-]+", name):
+        raise ValueError("must be a header name such as X-Forwarded-User")
+    return name or None
 
 
 def _text(raw: str) -> str:
@@ -240,6 +257,31 @@ class Settings:
     )
     api_token: str | None = _setting(
         "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True
+    )
+    max_sessions_per_user: int | None = _setting(
+        "MAX_SESSIONS_PER_USER",
+        _optional_int(1),
+        "",
+        "active sessions one user may have at once (empty: no limit but the server's)",
+    )
+    auth_proxy_header: str | None = _setting(
+        "AUTH_PROXY_HEADER",
+        _header_name,
+        "",
+        "header a signing-in proxy names the user in (believed only with AUTH_PROXY_SECRET)",
+    )
+    auth_proxy_secret: str | None = _setting(
+        "AUTH_PROXY_SECRET",
+        _optional_text,
+        "",
+        "the proxy proves itself with X-Auth-Proxy-Secret: <this>",
+        secret=True,
+    )
+    auth_proxy_create_users: bool = _setting(
+        "AUTH_PROXY_CREATE_USERS",
+        _bool,
+        "false",
+        "a name the proxy signs in that is no user yet becomes a member (else 403)",
     )
     allowed_origins: tuple[str, ...] = _setting(
         "ALLOWED_ORIGINS", origins, "", "extra origins allowed to open WebSockets"

@@ -26,6 +26,7 @@ __all__ = [
     "ForkBody",
     "ForkedFrom",
     "ISOLATIONS",
+    "VISIBILITIES",
     "Isolation",
     "Message",
     "MergeBody",
@@ -57,6 +58,7 @@ RunStatus = Literal["running", "completed", "failed", "cancelled", "paused", "in
 ToolStatus = Literal["pending", "in_progress", "completed", "error", "cancelled"]
 Role = Literal["user", "agent", "system"]
 Isolation = Literal["none", "worktree"]
+Visibility = Literal["team", "private"]  # API.md "Users and access"
 MessageType = Literal[
     "text",
     "thought",
@@ -78,6 +80,7 @@ TOOL_STATUSES: tuple[str, ...] = get_args(ToolStatus)
 ROLES: tuple[str, ...] = get_args(Role)
 MESSAGE_TYPES: tuple[str, ...] = get_args(MessageType)
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
+VISIBILITIES: tuple[str, ...] = get_args(Visibility)
 
 Uuid = Annotated[str, msgspec.Meta(extra_json_schema={"format": "uuid"})]
 Time = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
@@ -131,6 +134,13 @@ class Sandbox(_Shape):
     network: Literal["open", "none", "proxy"]
 
 
+class Owner(msgspec.Struct, rename="camel"):
+    """A user as ``Session.owner`` and ``by`` name them (API.md "Users and access")."""
+
+    id: Uuid
+    name: str
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -148,6 +158,8 @@ class Session(msgspec.Struct, rename="camel"):
     workspace: Workspace
     controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
     sandbox: Sandbox
+    owner: Owner | None = None  # null for sessions made before users existed
+    visibility: Visibility = "team"
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -189,6 +201,7 @@ class Run(msgspec.Struct, rename="camel"):
     duration_ms: int | None
     created_at: Time
     completed_at: Time | None
+    user_id: Uuid | None = None  # who prompted it (API.md "Users and access")
 
 
 class ToolCall(msgspec.Struct, rename="camel"):
@@ -238,6 +251,7 @@ class CreateSession(_Body):
     mcp_servers: list[NonBlank] | None = None
     isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
     base_ref: NonBlank | None = None
+    visibility: Annotated[Visibility, _invalid("visibility must be team or private.")] | None = None
 
 
 class PromptBody(_Body):

@@ -29,7 +29,9 @@ from store.jsontypes import JsonObject, JsonValue
 from store.rollup import RUN_STAT_COLUMNS, run_table, tool_table
 
 __all__ = [
+    "ApiToken",
     "Base",
+    "Login",
     "Message",
     "Node",
     "Permission",
@@ -38,6 +40,7 @@ __all__ = [
     "SessionOwner",
     "SessionRecord",
     "ToolCall",
+    "User",
     "UtcDateTime",
     "postgresql_options",
     "stats_runs",
@@ -125,6 +128,7 @@ class SessionRecord(Base):
         Index("ix_sessions_status", "status"),
         Index("ix_sessions_created", "created_at", "id"),
         Index("ix_sessions_repo", "repo_id"),
+        Index("ix_sessions_owner", "owner_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -158,6 +162,11 @@ class SessionRecord(Base):
     # The agent's controls as last known, and the mode/config values kept for resumption.
     controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
+    # API.md "Users and access" (0010): who made it (the name is kept: a removed user's
+    # sessions stay, still showing who made them) and who may read it.
+    owner_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    owner_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    visibility: Mapped[str] = mapped_column(String(16), default="team", server_default="team")
 
 
 class Attachment(Base):
@@ -235,6 +244,7 @@ class Run(Base):
     cost_currency: Mapped[str | None] = mapped_column(String(16), nullable=True)
     tool_call_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
     tool_failure_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    user_id: Mapped[str | None] = mapped_column(String(36), nullable=True)  # who prompted (0010)
 
 
 class ToolCall(Base):
@@ -298,6 +308,50 @@ class SessionOwner(Base):
     )
     node_id: Mapped[str] = mapped_column(String(255))
     lease_until: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class User(Base):
+    """A person (or script) that signs in with a token (API.md "Users and access")."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class ApiToken(Base):
+    """A user's token: only the SHA-256 of the secret is kept (the secret is shown once)."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (Index("ix_api_tokens_user", "user_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class Login(Base):
+    """A browser's sign-in (its cookie holds the secret whose SHA-256 is kept here). It
+    ends with the token it was made with: ``token_id`` cascades. ``token_id`` and
+    ``user_id`` are both null for a sign-in with ``API_TOKEN``."""
+
+    __tablename__ = "logins"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[str | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), nullable=True
+    )
+    token_id: Mapped[str | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="CASCADE"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 # The statistics roll-up (store/rollup.py, migration 0006), maintained by SQL triggers.

@@ -12,7 +12,7 @@ from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.jsontypes import JsonValue
-from store.models import Run, ToolCall
+from store.models import Run, SessionRecord, ToolCall
 
 __all__ = [
     "ToolCallValues",
@@ -44,6 +44,8 @@ class RunFilter:
     agent_id: str | None = None
     parent_run_id: str | None = None
     statuses: tuple[str, ...] = ()
+    # A reader who is no admin: runs of team sessions and of their own private ones.
+    visible_to: str | None = None
 
 
 async def get_run(db: AsyncSession, run_id: str) -> Run | None:
@@ -158,6 +160,12 @@ async def list_runs(
         query = query.where(Run.parent_run_id == where.parent_run_id)
     if where.statuses:
         query = query.where(Run.status.in_(where.statuses))
+    if where.visible_to is not None:
+        hidden = select(SessionRecord.id).where(
+            SessionRecord.visibility == "private",
+            func.coalesce(SessionRecord.owner_id, "") != where.visible_to,
+        )
+        query = query.where(Run.session_id.not_in(hidden))
     if before is not None:
         created, ident = before
         # The bound first, alone: SQLite searches ix_runs_created from it. As one OR

@@ -30,6 +30,9 @@ class SessionFilter:
     repo_id: str | None = None
     agent_id: str | None = None
     statuses: tuple[str, ...] = ()
+    owner_id: str | None = None
+    # A reader who is no admin: team sessions and their own private ones only.
+    visible_to: str | None = None
 
 
 async def lock_admission(db: AsyncSession) -> None:
@@ -78,6 +81,12 @@ def _filtered(query: Any, where: SessionFilter) -> Any:
         query = query.where(SessionRecord.agent_id == where.agent_id)
     if where.statuses:
         query = query.where(SessionRecord.status.in_(where.statuses))
+    if where.owner_id:
+        query = query.where(SessionRecord.owner_id == where.owner_id)
+    if where.visible_to is not None:
+        query = query.where(
+            (SessionRecord.visibility != "private") | (SessionRecord.owner_id == where.visible_to)
+        )
     return query
 
 

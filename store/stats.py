@@ -31,7 +31,7 @@ __all__ = [
     "zone_offsets",
 ]
 
-GroupBy = Literal["day", "agent", "repo", "status"]
+GroupBy = Literal["day", "agent", "repo", "status", "user"]
 RUN_STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interrupted")
 
 
@@ -138,6 +138,8 @@ def _day(dialect: str, column: Any, query: StatsQuery) -> ColumnElement[Any]:
 def _key(dialect: str, group_by: GroupBy, query: StatsQuery) -> Any:
     if group_by == "day":
         return _day(dialect, Run.created_at, query)
+    if group_by == "user":  # who prompted the run; "" for runs of no user
+        return func.coalesce(Run.user_id, "")
     return {"agent": Run.agent_id, "repo": Run.repo_id, "status": Run.status}[group_by]
 
 

@@ -270,7 +270,8 @@ async def run_buckets(
     *,
     exact_limit: int = EXACT_LIMIT,
 ) -> list[exact.Bucket]:
-    if await approx_count(db, "stats_runs", "runs", query) <= exact_limit:
+    # The roll-up keeps no user dimension: by user is always the exact query.
+    if group_by == "user" or await approx_count(db, "stats_runs", "runs", query) <= exact_limit:
         return await exact.run_buckets(db, query, group_by)
     dialect = db.get_bind().dialect.name
     fa, fr = query.agent_id or "", query.repo_id or ""

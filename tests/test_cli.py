@@ -147,7 +147,7 @@ def test_token_from_the_environment_and_finished_sessions(
 ) -> None:
     server = live_server(API_TOKEN=TOKEN)
     refused = cli(server, "sessions")
-    assert refused.returncode == 1 and "needs a valid token; set API_TOKEN" in refused.stderr
+    assert refused.returncode == 1 and "needs a valid token; pass --token" in refused.stderr
     chat = cli(server, "chat", "--repo", "demo", stdin="hello\n", token=TOKEN)
     assert chat.returncode == 0, chat.stderr
     assert "agent: You said: hello" in chat.stdout

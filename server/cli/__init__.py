@@ -166,8 +166,11 @@ def main(argv: list[str] | None = None) -> None:
             f"demo repository: {seed_demo(_settings().workspace_root)}", file=sys.stderr
         )
     )
+    from server.cli.users import add_command as add_users_command
+
+    add_users_command(sub, _settings)
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("serve", "seed-demo"):  # the client's own modules
+    if not argv or argv[0] not in ("serve", "seed-demo", "users"):  # the client's own modules
         from server.cli.client import main as client_main
 
         client_main.add_commands(sub)

@@ -46,6 +46,7 @@ log = logging.getLogger("agent_sessions.cluster")
 CHANNEL = "agent_sessions"
 FORWARDED = "x-agent-sessions-forwarded"
 SECRET = "x-cluster-secret"  # noqa: S105 - a header name, not a secret
+REVOKED = "revoked"  # a notification's first word when it names revoked credentials
 _UUID = "[0-9a-fA-F-]{36}"
 _SESSION_COMMAND = re.compile(
     rf"^/api/sessions/({_UUID})(/prompt|/cancel|/complete|/rewind|/permissions/[^/]+"
@@ -73,6 +74,11 @@ class Cluster:
         self.url = (settings.node_url or f"http://{settings.host}:{settings.port}").rstrip("/")
         self.lease = timedelta(seconds=settings.lease_seconds)
         self.secret = settings.cluster_secret
+        # What a forwarded command keeps: its credential (a token, a browser's sign-in, a
+        # signing-in proxy's user and proof) so the owner acts for the same person.
+        proxy = (settings.auth_proxy_header, "x-auth-proxy-secret")
+        self._passed = {"authorization", "cookie", "content-type", "x-request-id"}
+        self._passed |= {h for h in proxy if h}
         self._published: dict[str, int] = {}
         self._notes: deque[tuple[str, int, int]] = deque()
         self._wake = anyio.Event()
@@ -82,6 +88,9 @@ class Cluster:
         )
         # Interrupt the runs of the sessions whose owner died (the supervisor's recovery).
         self._on_takeover = on_takeover
+        # Close this node's connections of a credential another node revoked (the app's
+        # server.sessions.users.Revocations.revoked_here).
+        self.on_revoked: Callable[[list[str]], object] | None = None
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -199,7 +208,18 @@ class Cluster:
         ]
         return CHANNEL, payloads
 
+    async def publish_revocation(self, keys: list[str]) -> None:
+        """Tell every node that ``keys`` (``token:<id>``, ``login:<id>``, ``user:<id>``)
+        are revoked: they close the connections opened with them."""
+        async with self.db.write() as db, db.begin():
+            await cluster_store.notify(db, CHANNEL, [f"{REVOKED} {self.node_id} {' '.join(keys)}"])
+
     def _on_notification(self, payload: str) -> None:
+        if payload.startswith(REVOKED + " "):
+            _, node, *keys = payload.split(" ")
+            if node != self.node_id and self.on_revoked is not None:
+                self.on_revoked(keys)
+            return
         node, session_id, first, last = payload.split(" ")
         if node != self.node_id and self.broker.has_subscribers(session_id):
             self._notes.append((session_id, int(first), int(last)))
@@ -237,11 +257,7 @@ class Cluster:
     # -- forwarding commands -----------------------------------------------------------
 
     def forwarded_headers(self, headers: dict[str, str]) -> dict[str, str]:
-        out = {
-            k: v
-            for k, v in headers.items()
-            if k.lower() in ("authorization", "content-type", "x-request-id")
-        }
+        out = {k: v for k, v in headers.items() if k.lower() in self._passed}
         if self.secret:  # without the secret the owner knows its own sessions by the lease
             out[FORWARDED] = self.node_id
             out[SECRET] = self.secret

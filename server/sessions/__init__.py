@@ -1,8 +1,9 @@
 """The session domain. The web layer sees only what is named here: the ``Sessions``
 facade (one method per thing a client asks), the domain's errors, and the shapes its
-methods return. Inside: a ``Registry`` of live sessions, the ``Supervisor`` that owns
-their lives, and each ``LiveSession`` with its turns, questions and controls (see
-docs/architecture.md). Imports no web framework."""
+methods return; beside the facade, the ``Users`` service (users, tokens, sign-ins) and
+the acting user of the current request (``users/``). Inside: a ``Registry`` of live
+sessions, the ``Supervisor`` that owns their lives, and each ``LiveSession`` with its
+turns, questions and controls (see docs/architecture.md). Imports no web framework."""
 
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig, load_agents
 from server.sessions.errors import (
@@ -21,6 +22,11 @@ from server.sessions.errors import (
 )
 from server.sessions.facade import NewSession, Sessions
 from server.sessions.live.controls_state import empty_controls
+from server.sessions.users import shapes as user_shapes
+from server.sessions.users.actor import SERVER_ADMIN, Actor, acting, actor_ref, current_actor
+from server.sessions.users.revocation import Revocations
+from server.sessions.users.secrets import Secret
+from server.sessions.users.service import UserError, Users
 from server.sessions.workspaces.review import FileRead, LineComment
 
 # The stored records and filters the web renders and passes back: the domain's shapes,
@@ -28,13 +34,18 @@ from server.sessions.workspaces.review import FileRead, LineComment
 from store import Repo, Run, SessionRecord, ToolCall
 from store.message_row import MessageRow
 from store.messages import MessageFilter
+from store.models import ApiToken, User
 from store.runs import RunFilter
 from store.sessions import SessionFilter
 from store.stats import GroupBy, StatsQuery
 
 __all__ = [
+    "ApiToken",
+    "User",
     "DEFAULT_AGENT_ID",
+    "SERVER_ADMIN",
     "ActiveRecently",
+    "Actor",
     "AgentConfig",
     "AgentStartFailed",
     "Conflict",
@@ -53,6 +64,8 @@ __all__ = [
     "Run",
     "RunFilter",
     "SessionFilter",
+    "Revocations",
+    "Secret",
     "SessionNotActive",
     "SessionRecord",
     "Sessions",
@@ -61,6 +74,12 @@ __all__ = [
     "TooLarge",
     "TurnInProgress",
     "Unavailable",
+    "UserError",
+    "Users",
+    "acting",
+    "actor_ref",
+    "current_actor",
     "empty_controls",
     "load_agents",
+    "user_shapes",
 ]

@@ -73,6 +73,7 @@ class NewSession:
     mcp_servers: tuple[str, ...] = ()
     mode_id: str | None = None
     config: dict[str, JsonValue] | None = None
+    visibility: str = "team"  # API.md "Users and access": private is owner and admins only
 
 
 class Sessions:
@@ -127,7 +128,7 @@ class Sessions:
             services, new.repo_id, new.isolation, new.base_ref
         )
         record = await supervisor.create_session(
-            new.repo_id, new.agent_id, new.title, new.parent_run_id
+            new.repo_id, new.agent_id, new.title, new.parent_run_id, visibility=new.visibility
         )
         try:
             await workspace_service.make_worktree(services, record, plan)

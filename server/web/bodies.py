@@ -10,6 +10,9 @@ bad field is the one reported, with the sentences clients have always had:
 - anything else that does not fit its type: the field's own sentence
   (``msgspec.Meta(extra={"invalid": …})``), e.g. ``maxSteps must be a positive integer.``
 
+An integer field takes a whole float (``5.0``) as the integer it is: the OpenAPI document
+says ``integer``, and JSON Schema's integer includes it.
+
 A route passes ``checks`` (by wire name) for a field whose rule says more than its type
 (a size limit, a nested shape with its own sentences): that check reads the raw value,
 raises, and returns the value to keep. Every failure is a 422 ``validation_error`` with
@@ -38,6 +41,16 @@ Check = Callable[[JsonValue], JsonValue]
 """A route's rule for one field: the raw value (None when absent) → the value to keep."""
 
 _MISSING = object()
+_INT64 = 2**63  # a whole float past int64 stays a float: refused, never a huge int
+
+
+def _is_int(kind: inspect.Type) -> bool:
+    """An int, possibly with its Meta, or a union with one (``int | UNSET``)."""
+    if isinstance(kind, inspect.Metadata):
+        kind = kind.type
+    if isinstance(kind, inspect.UnionType):
+        return any(_is_int(t) for t in kind.types)
+    return isinstance(kind, inspect.IntType)
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,7 @@ class _Rule:
     is_uuid: bool
     words: tuple[str, ...] | None  # a Literal of strings
     invalid: str
+    integer: bool = False  # an int (JSON Schema's integer: 3.0 is one)
 
     def fail(self, message: str) -> ApiError:
         return ApiError.validation(message, field=self.wire)
@@ -71,6 +85,8 @@ class _Rule:
             if self.words is not None and raw not in self.words:
                 raise self.fail(self.invalid)
             return raw
+        if self.integer and isinstance(raw, float) and raw.is_integer() and abs(raw) < _INT64:
+            raw = int(raw)  # a whole float is an integer to JSON Schema, not to msgspec
         try:
             return msgspec.convert(raw, self.annotation)
         except msgspec.ValidationError:
@@ -117,6 +133,7 @@ def _rules(cls: type[msgspec.Struct]) -> tuple[_Rule, ...]:
                 is_uuid=is_uuid,
                 words=words,
                 invalid=str(extra.get("invalid") or f"{field.encode_name} is not valid."),
+                integer=_is_int(kind),
             )
         )
     return tuple(rules)

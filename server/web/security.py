@@ -4,15 +4,9 @@ covered, also one added later or one that never reads its body.
 
 Policy (API.md, Security; the decisions API.md leaves open are marked *):
 
-- Token. With ``API_TOKEN`` set, ``/api/**``, ``/ws/**`` and ``/metrics`` (*: it counts
-  sessions and agents) need ``Authorization: Bearer <token>``; WebSocket handshakes may pass
-  ``?token=`` instead (browsers cannot set headers there; plain HTTP requests may not,
-  tokens in URLs end up in histories and proxy logs). Refusal: 401 with
-  ``WWW-Authenticate: Bearer`` and the error body; a WebSocket is accepted and closed
-  with 4401 before any data. Open (*): ``/healthz``, ``/readyz`` (a probe's yes/no),
-  ``/openapi.json`` (describes the public contract, nothing of the data) and the static
-  web UI (it holds no data; it asks the person for the token). Compared in constant time
-  (SHA-256 of both sides, so neither the content nor the length shows in the timing).
+- Token. Who is asking and what they may do is ``server.web.auth`` and
+  ``server.web.access`` (API.md "Users and access"); this module keeps the WebSocket
+  refusal they share (accepted, then closed with 4401 / 4403 before any data).
 - Origin. A WebSocket handshake, or an ``/api`` request, that carries an ``Origin`` must
   name the server's own origin (the scheme the request came in on and its ``Host``) or one
   of ``ALLOWED_ORIGINS``; otherwise 4403 / 403 ``forbidden_origin``. Browsers always send
@@ -36,8 +30,6 @@ Every refusal is logged on ``agent_sessions.security`` as a security event.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import re
 
@@ -51,11 +43,10 @@ from server.web.errors import error_response
 __all__ = [
     "BodyLimitMiddleware",
     "OriginMiddleware",
-    "TokenMiddleware",
+    "close_websocket",
     "needs_token",
     "normalize_origin",
     "origin_allowed",
-    "token_ok",
 ]
 
 log = logging.getLogger("agent_sessions.security")
@@ -80,35 +71,6 @@ def _under(path: str, prefixes: tuple[str, ...]) -> bool:
 def needs_token(path: str) -> bool:
     """Whether a request for ``path`` needs the token (when one is configured)."""
     return _under(path, TOKEN_PREFIXES)
-
-
-# -- token ----------------------------------------------------------------------------
-
-
-def _bearer(conn: HTTPConnection) -> bytes | None:
-    values = conn.headers.getlist("authorization")
-    if len(values) != 1:
-        return None
-    scheme, _, value = values[0].strip().partition(" ")
-    value = value.strip()
-    # Starlette decodes header bytes as latin-1: encoding back gives the bytes sent.
-    return value.encode("latin-1") if scheme.lower() == "bearer" and value else None
-
-
-def token_ok(conn: HTTPConnection, settings: Settings, *, allow_query: bool) -> bool:
-    """Constant-time check of the request's token (header, or ?token= for WebSockets)."""
-    if not settings.api_token:
-        return True
-    given = _bearer(conn)
-    if given is None and allow_query:
-        values = conn.query_params.getlist("token")
-        given = (
-            values[0].encode("utf-8", "surrogateescape") if len(values) == 1 and values[0] else None
-        )
-    if given is None:
-        return False
-    expected = settings.api_token.encode("utf-8")
-    return hmac.compare_digest(hashlib.sha256(given).digest(), hashlib.sha256(expected).digest())
 
 
 # -- origin ---------------------------------------------------------------------------
@@ -158,7 +120,7 @@ def _client(scope: Scope) -> str | None:
     return str(client[0]) if client else None
 
 
-async def _close_websocket(receive: Receive, send: Send, code: int, reason: str) -> None:
+async def close_websocket(receive: Receive, send: Send, code: int, reason: str) -> None:
     """Accept the handshake, then close with ``code`` before any data frame."""
     message = await receive()
     if message["type"] != "websocket.connect":
@@ -182,7 +144,7 @@ async def _refuse(
     extra = {"event": event, **details, "path": scope["path"], "client": _client(scope)}
     log.warning(text, extra=extra)
     if scope["type"] == "websocket":
-        await _close_websocket(receive, send, CLOSE_FORBIDDEN, event.replace("_", " "))
+        await close_websocket(receive, send, CLOSE_FORBIDDEN, event.replace("_", " "))
         return
     await error_response(*status, message, details)(scope, receive, send)
 
@@ -260,41 +222,6 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-class TokenMiddleware:
-    """The bearer token on /api, /ws and /metrics (see the module docstring)."""
-
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
-        self.app = app
-        self.settings = settings
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if (
-            kind not in ("http", "websocket")
-            or not self.settings.api_token
-            or not needs_token(scope["path"])
-        ):
-            await self.app(scope, receive, send)
-            return
-        if token_ok(HTTPConnection(scope), self.settings, allow_query=kind == "websocket"):
-            await self.app(scope, receive, send)
-            return
-        log.warning(
-            "refused a request without a valid token",
-            extra={"event": "unauthorized", "path": scope["path"], "client": _client(scope)},
-        )
-        if kind == "websocket":
-            await _close_websocket(receive, send, CLOSE_UNAUTHORIZED, "unauthorized")
-            return
-        response = error_response(
-            401,
-            "unauthorized",
-            "A valid bearer token is required (Authorization: Bearer <token>).",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
 
 
 class OriginMiddleware:

@@ -9,10 +9,11 @@ from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
     from server.cluster import Cluster
-    from server.sessions import AgentConfig, Sessions
+    from server.sessions import AgentConfig, Sessions, Users
     from server.settings import Settings
     from server.stream.broker import Broker
     from server.stream.writer import Writer
+    from server.web.signins import SignIns
 
 __all__ = ["AppState", "app_state"]
 
@@ -25,6 +26,8 @@ class AppState:
     sessions: Sessions
     agents: dict[str, AgentConfig]
     cluster: Cluster
+    users: Users
+    signins: SignIns
 
 
 def app_state(conn: HTTPConnection) -> AppState:

@@ -68,6 +68,10 @@ def session_view(session: SessionRecord, repo: Repo, sandbox: JsonObject) -> Jso
         workspace=workspace_shape(session, repo),
         controls=session.controls or as_json(empty_controls()),
         sandbox=msgspec.convert(sandbox, shapes.Sandbox),
+        owner=shapes.Owner(session.owner_id, session.owner_name or "")
+        if session.owner_id
+        else None,
+        visibility=session.visibility or "team",  # type: ignore[arg-type] # the enum's values
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 
@@ -107,6 +111,7 @@ def run_view(run: Run) -> JsonObject:
         duration_ms=run.duration_ms,
         created_at=_time(run.created_at),
         completed_at=iso(run.completed_at),
+        user_id=run.user_id,
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

@@ -205,18 +205,18 @@ def test_markdown_renderer_escapes_agent_text(
     }
 
 
-def test_api_token_is_asked_once_and_kept_for_the_tab(
+def test_api_token_signs_the_browser_in_once(
     live_server: Callable[..., LiveServer], open_page: OpenPage
 ) -> None:
     server = live_server(API_TOKEN="s3cret-token")  # noqa: S106 - a test token
     page = open_page(server.url)
-    dialog = page.get_by_role("dialog", name="Access token")
+    dialog = page.get_by_role("dialog", name="Sign in")
     expect(dialog).to_be_visible()
     dialog.get_by_label("Token").fill("wrong")
-    dialog.get_by_role("button", name="Continue").click()
+    dialog.get_by_role("button", name="Sign in").click()
     expect(dialog.locator(".token-error")).to_be_visible()
     dialog.get_by_label("Token").fill("s3cret-token")
-    dialog.get_by_role("button", name="Continue").click()
+    dialog.get_by_role("button", name="Sign in").click()
     expect(dialog).to_be_hidden()
 
     start_session(page)
@@ -226,4 +226,8 @@ def test_api_token_is_asked_once_and_kept_for_the_tab(
     page.reload()
     wait_turns(page, 1)
     expect(dialog).to_be_hidden()
-    assert page.evaluate("sessionStorage.getItem('agent-sessions.token')") == "s3cret-token"
+    # The browser keeps a sign-in (an HttpOnly cookie its scripts cannot read), never the token.
+    assert page.evaluate("sessionStorage.getItem('agent-sessions.token')") is None
+    assert "s3cret-token" not in page.evaluate("document.cookie")
+    [cookie] = page.context.cookies()
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and "s3cret" not in cookie["value"]

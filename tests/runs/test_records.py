@@ -45,6 +45,7 @@ RUN_FIELDS = {
     "durationMs",
     "createdAt",
     "completedAt",
+    "userId",  # API.md "Users and access"
 }
 TOOL_CALL_FIELDS = {
     "id",

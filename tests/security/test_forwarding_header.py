@@ -88,11 +88,14 @@ def test_a_node_sends_the_header_only_with_the_secret(
     cluster = Cluster(
         make_settings(**env), open_database(f"sqlite+aiosqlite:///{tmp_path}/n.db"), Broker()
     )  # type: ignore[arg-type]
-    sent = cluster.forwarded_headers({"authorization": "Bearer t", "cookie": "c"})
+    sent = cluster.forwarded_headers({"authorization": "Bearer t", "cookie": "c", "x-other": "o"})
+    # the credential goes along (a browser's sign-in is its cookie): the owner acts for the
+    # same person (API.md "Users and access")
+    creds = {"authorization": "Bearer t", "cookie": "c"}
     if secret:
-        assert sent == {"authorization": "Bearer t", FORWARDED: cluster.node_id, SECRET: secret}
+        assert sent == {**creds, FORWARDED: cluster.node_id, SECRET: secret}
     else:
-        assert sent == {"authorization": "Bearer t"}
+        assert sent == creds
 
 
 @pytest.mark.anyio

@@ -95,10 +95,11 @@ def test_every_reference_resolves_and_every_error_has_the_error_body() -> None:
         for method, operation in item.items():
             where = f"{method.upper()} {path}"
             statuses = set(operation["responses"])
-            protected = path.startswith(("/api/", "/ws/", "/metrics"))
+            signing_in = path in ("/api/login", "/api/logout")  # open: they take the token
+            protected = path.startswith(("/api/", "/ws/", "/metrics")) and not signing_in
             assert (operation.get("security", doc["security"]) != []) is protected, where
             if not path.startswith("/ws/"):  # the stream refuses with close codes (4401)
-                assert ("401" in statuses) is protected, where
+                assert ("401" in statuses) is (protected or path == "/api/login"), where
             for status, response in operation["responses"].items():
                 if int(status) >= 400:
                     schema = response["content"]["application/json"]["schema"]
@@ -190,6 +191,11 @@ def test_schemathesis_finds_nothing_new(
         f"{server.url}/openapi.json",
         "--checks",
         "all",
+        # Its wrong and missing credentials would soon have every request from this
+        # address answered 429 (failed sign-ins are slowed, API.md "Users and access"),
+        # leaving the operations untested; test_token.py and test_users.py cover them.
+        "--exclude-checks",
+        "ignored_auth",
         "--header",
         f"Authorization: Bearer {TOKEN}",
         "--exclude-path-regex",

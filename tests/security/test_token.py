@@ -32,7 +32,7 @@ from tests.security.support import (
 )
 
 TOKEN = "s3cret-token-0123456789"
-OPEN = {"/healthz", "/readyz", "/openapi.json", "/", "/{name}"}  # "/{name}": the UI's files
+OPEN = {"/healthz", "/readyz", "/openapi.json", "/", "/{name}", "/api/login", "/api/logout"}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,13 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     make_git_repo(root / "demo")
     with TestClient(app_for(tmp, root, API_TOKEN=TOKEN)) as test_client:
         yield test_client
+
+
+@pytest.fixture(autouse=True)
+def forget_failures(client: TestClient) -> None:
+    """These tests send wrong tokens on purpose, more than ten a minute: each starts with
+    a clean slate (the limit itself: tests/security/test_users.py)."""
+    client.app.state.agent_sessions.signins.forget()  # type: ignore[attr-defined]
 
 
 OPERATIONS = operations(route_app())

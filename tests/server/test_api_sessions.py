@@ -44,6 +44,8 @@ SESSION_KEYS = {
     "workspace",
     "controls",
     "sandbox",
+    "owner",  # API.md "Users and access"
+    "visibility",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 

@@ -109,3 +109,16 @@ def refusal_with(body: dict[str, Any], check: Any) -> str:
     with pytest.raises(ApiError) as caught:
         decode(body, shapes.ForkBody, {"uptoSeq": check})
     return caught.value.message
+
+
+def test_an_integer_field_takes_a_whole_float_and_nothing_else() -> None:
+    """JSON Schema's ``integer`` (what the OpenAPI document says) includes 125372.0:
+    schemathesis sent it to resume and got a 422. A fraction, a whole float past int64
+    and a numeric string stay refused with the field's sentence."""
+    assert decode({"maxSteps": 125372.0}, shapes.ResumeBody).max_steps == 125372
+    assert decode({"toSeq": 3.0}, shapes.RewindBody).to_seq == 3
+    for bad in (1.5, 0.0, 1e300, "3"):
+        assert refusal({"maxSteps": bad}, shapes.ResumeBody) == (
+            "maxSteps must be a positive integer.",
+            "maxSteps",
+        )

@@ -27,11 +27,20 @@ def describe_refusal(status: int, body: Any, headers: Any) -> str:
     if status == 429:
         limit = details.get("limit", "?") if isinstance(details, dict) else "?"
         retry = headers.get("retry-after", "60")
+        if error.get("code") == "user_session_limit_reached":
+            return (
+                f"the server refused: you have your limit of {limit} active sessions; "
+                f"try again in {retry} s"
+            )
         return (
             f"the server refused: too many active sessions (limit {limit}); try again in {retry} s"
         )
     if status == 401:
-        return "the server refused: it needs a valid token; set API_TOKEN to the server's token"
+        return (
+            "the server refused: it needs a valid token; pass --token or set AGENT_SESSIONS_TOKEN"
+        )
+    if status == 403:
+        return f"the server refused: {message} (your role does not allow it)"
     if status == 502:
         return f"the agent could not start: {message}"
     if status == 404:

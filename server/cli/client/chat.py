@@ -158,7 +158,8 @@ class Chat:
                 else:
                     self.gone = {
                         1001: "the server is shutting down; the session stays, resume it later",
-                        4401: "the server refused the token: set API_TOKEN to the server's token",
+                        4401: "the server refused the token: "
+                        "pass --token or set AGENT_SESSIONS_TOKEN",
                         4404: f"no session with id {self.session['id']}",
                     }.get(code or 0, f"the connection to the server was lost (code {code})")
                 scope.cancel()

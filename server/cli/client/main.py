@@ -1,7 +1,8 @@
 """The client commands of ``agent-sessions``: ``sessions``, ``chat`` and ``export``.
 
 They talk to a running server (``--url``, default http://127.0.0.1:8000) over its HTTP
-API and WebSocket stream, sending ``API_TOKEN`` from the environment as a bearer token.
+API and WebSocket stream, sending ``--token`` (or ``AGENT_SESSIONS_TOKEN``, else
+``API_TOKEN``, from the environment) as a bearer token.
 Conversation goes to stdout; progress and errors go to stderr, in plain words. Exit
 codes: 0 done, 1 the server refused or could not be reached, 130 interrupted.
 
@@ -181,7 +182,7 @@ def cmd_chat(args: argparse.Namespace, api: Api) -> None:
 def _run(command: Any) -> Any:
     def run(args: argparse.Namespace) -> None:
         try:
-            with Api(args.url, os.environ.get("API_TOKEN") or None) as api:
+            with Api(args.url, client_token(args)) as api:
                 command(args, api)
         except CliError as exc:
             print(f"agent-sessions: {exc}", file=sys.stderr)
@@ -191,6 +192,12 @@ def _run(command: Any) -> Any:
             raise SystemExit(130) from None
 
     return run
+
+
+def client_token(args: argparse.Namespace) -> str | None:
+    """--token, else AGENT_SESSIONS_TOKEN, else API_TOKEN (the server's own, on its host)."""
+    given = getattr(args, "token", None)
+    return given or os.environ.get("AGENT_SESSIONS_TOKEN") or os.environ.get("API_TOKEN") or None
 
 
 def _status_list(value: str) -> str:
@@ -206,8 +213,13 @@ def add_commands(sub: Any) -> None:
     common.add_argument(
         "--url",
         default=DEFAULT_URL,
-        help=f"the server (default {DEFAULT_URL}); "
-        "API_TOKEN from the environment is sent as a bearer token",
+        help=f"the server (default {DEFAULT_URL})",
+    )
+    common.add_argument(
+        "--token",
+        default=None,
+        help="your token (as_...); default: AGENT_SESSIONS_TOKEN, else API_TOKEN, from the "
+        "environment (an option shows in the process list: prefer the variable)",
     )
 
     p = sub.add_parser("sessions", parents=[common], help="list sessions")

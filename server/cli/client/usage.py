@@ -97,7 +97,7 @@ def add_command(
 ) -> None:
     p = sub.add_parser("usage", parents=[common], help="runs, time, tokens and cost per bucket")
     p.add_argument("--since", type=parse_since, default=parse_since("7d"), help="default 7d")
-    p.add_argument("--by", choices=("day", "agent", "repo", "status"), default="day")
+    p.add_argument("--by", choices=("day", "agent", "repo", "status", "user"), default="day")
     p.add_argument("--tz", default="UTC", help="IANA zone of day buckets (default UTC)")
     p.add_argument("--repo", help="repository id, name or path")
     p.add_argument("--agent", help="agent id")

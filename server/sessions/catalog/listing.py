@@ -43,6 +43,11 @@ class Listing:
     def __init__(self, database: Database) -> None:
         self.database = database
 
+    async def record(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or None: what an access check reads (owner, visibility)."""
+        async with self.database.read() as db:
+            return await session_store.get_session(db, session_id)
+
     async def sessions(
         self,
         where: session_store.SessionFilter,

@@ -21,6 +21,11 @@ class Runs:
     def __init__(self, database: Database) -> None:
         self.database = database
 
+    async def session_of(self, run_id: str) -> str | None:
+        """The id of the session a run belongs to (None for an unknown run)."""
+        async with self.database.read() as db:
+            return await run_store.session_of_run(db, run_id)
+
     async def list(
         self, where: run_store.RunFilter, *, limit: int, before: tuple[datetime, str] | None
     ) -> Sequence[Run]:

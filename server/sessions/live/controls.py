@@ -22,6 +22,7 @@ from server.sessions.errors import Conflict, DomainError, Invalid, NotFound
 from server.sessions.live.controls_state import Chosen, ControlsState, chosen_of
 from server.sessions.live.translate import Output
 from server.sessions.live.turn import Turn
+from server.sessions.users.actor import actor_ref
 from server.stream.writer import Draft, Writer
 from store.operations import StoreControls
 
@@ -113,6 +114,8 @@ class Controls:
             "by": by,
             "controls": self.state.view(),
         }
+        if by == "client":  # API.md "Users and access": the person behind the client
+            content["user"] = actor_ref()  # type: ignore[typeddict-unknown-key]
         turn = self._turn()
         run_id, step = (turn.run_id, turn.step_number) if turn else (None, None)
         draft = Draft("system", as_json(content), None, run_id, step)

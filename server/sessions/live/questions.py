@@ -21,6 +21,7 @@ from server.sessions.live.permissions import PERMISSION, chosen_option, permissi
 from server.sessions.live.staging import stage
 from server.sessions.live.translate import Output, Translator
 from server.sessions.live.turn import Turn
+from server.sessions.users.actor import actor_ref
 from server.stream.writer import Draft, Writer
 from store import utcnow
 from store.operations import WriteOp
@@ -101,6 +102,8 @@ class Questions:
         if turn is not None and pending.tool_call_id is not None:
             turn.tools.permission_decided(pending.tool_call_id)
         content = {**pending.content, "outcome": outcome, "reason": reason}
+        if reason == "user":  # API.md "Users and access": who answered (null without users)
+            content["by"] = actor_ref()
         draft = Draft("system", content, None, pending.run_id, turn.step_number if turn else None)
         record = pending.kind.record
         ops = [record(pending.request_id, outcome, utcnow())] if record is not None else []

@@ -27,6 +27,7 @@ from server.sessions.live.staging import stage
 from server.sessions.live.translate import Output, Translator, tool_status
 from server.sessions.live.turn import Turn
 from server.sessions.services import CLEANUP_SECONDS, Services
+from server.sessions.users.actor import actor_ref
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
@@ -100,6 +101,9 @@ class Turns:
         blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
         user: TextContent = content.stored if content else {"type": "text", "text": text}
         frame = prompt_frame(blocks)  # the user's prompt, before any preamble
+        by = actor_ref()
+        if by is not None:  # API.md "Users and access": who wrote it
+            user = {**user, "by": by}  # type: ignore[typeddict-unknown-key]
         try:
             if self._live.needs_context:
                 preamble = await stored_preamble(self._live.services.db, self._live.id)
@@ -117,6 +121,7 @@ class Turns:
                 parent_run_id=parent_run_id,
                 resumed_from=resumed_from,
                 created_at=now,
+                user_id=by["id"] if by is not None else None,
             )
 
             drafts = [

@@ -13,6 +13,8 @@ from server import metrics
 from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Forbidden, LimitReached, NotFound
 from server.sessions.services import Services
+from server.sessions.users.actor import current_actor
+from server.sessions.users.limits import refuse_over_user_limit
 from server.settings import Settings
 from store import Repo, SessionRecord, utcnow
 from store import repos as repo_store
@@ -58,8 +60,10 @@ async def admit(
     title: str | None,
     parent_run_id: str | None,
     forked_from: tuple[str, int] | None = None,
+    visibility: str = "team",
 ) -> SessionRecord:
-    """Store a new ``active`` session, or refuse it (404 agent/repo/run, 403, 429)."""
+    """Store a new ``active`` session, or refuse it (404 agent/repo/run, 403, 429); its
+    owner is the user acting (API.md "Users and access")."""
     agent_id = agent_id or "default"
     if agent_id not in agents:
         raise NotFound("agent", agent_id)
@@ -87,10 +91,16 @@ async def admit(
         forked_from_session_id=forked_from[0] if forked_from else None,
         forked_from_seq=forked_from[1] if forked_from else None,
         meta={},
+        visibility=visibility,
     )
+    owner = current_actor()
+    if owner is not None and owner.user_id is not None:
+        record.owner_id, record.owner_name = owner.user_id, owner.name
     limit = services.settings.max_concurrent_sessions
     async with services.db.write() as db, db.begin():
         active = await session_store.insert_session_within_limit(db, record, limit)
+        if active is not None:
+            await refuse_over_user_limit(services.settings, db, record)
     if active is None:
         raise _limit_reached(limit)
     return record

@@ -193,10 +193,18 @@ class Supervisor:
         parent_run_id: str | None,
         *,
         forked_from: tuple[str, int] | None = None,
+        visibility: str = "team",
     ) -> SessionRecord:
         """Admit a new session (``active``, counted against the limit); no agent yet."""
         record = await admit(
-            self.services, self._agents, repo_id, agent_id, title, parent_run_id, forked_from
+            self.services,
+            self._agents,
+            repo_id,
+            agent_id,
+            title,
+            parent_run_id,
+            forked_from,
+            visibility,
         )
         await self._log_active_count("session created", record.id)
         self.services.writer.open_session(record.id, 0)

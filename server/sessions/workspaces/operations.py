@@ -10,6 +10,7 @@ from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.records import get_record
 from server.sessions.services import Services
 from server.sessions.supervision.registry import Registry
+from server.sessions.users.actor import signed
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import (
     Changes,
@@ -117,7 +118,12 @@ async def commit(
     async with session_lock(services.writer, session_id):
         head = await in_thread(checkpoints.head_commit, path)
         made = await in_thread(
-            merge.commit_all, path, record.id, record.branch, message, author(services.settings)
+            merge.commit_all,
+            path,
+            record.id,
+            record.branch,
+            signed(message),
+            author(services.settings),
         )
         if made is None:
             raise Conflict("nothing_to_commit", "The worktree has no change to commit.")
@@ -141,7 +147,7 @@ async def merge_session(
     source = await in_thread(checkpoints.resolve_commit, repo, f"refs/heads/{record.branch}")
     if source is None:
         raise Conflict("not_a_worktree", "The session's branch was deleted.")
-    text = message or f"Merge {record.branch} ({record.title or session_id}) into {target}"
+    text = signed(message or f"Merge {record.branch} ({record.title or session_id}) into {target}")
     async with session_lock(services.writer, session_id):
         outcome = await in_thread(
             merge.merge_branch,

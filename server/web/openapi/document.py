@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from server.web.access import OPERATIONS, Rule
 from server.web.jsonresp import JSONResponse
 from server.web.openapi.paths_basic import BASIC
 from server.web.openapi.paths_controls import control_paths
@@ -18,12 +19,13 @@ from server.web.openapi.paths_review import review_paths
 from server.web.openapi.paths_runs import RUNS
 from server.web.openapi.paths_sessions import SESSIONS
 from server.web.openapi.paths_stats import STATS, STATS_SCHEMAS
+from server.web.openapi.paths_users import USER_SCHEMAS, USERS
 from server.web.openapi.paths_workspaces import workspace_paths
 from server.web.openapi.schemas import SCHEMAS, VERSION, Schema
 
 __all__ = ["CATALOGUE", "document", "openapi_json", "route"]
 
-CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS}
+CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS, **USERS}
 CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and changes"
 CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
 CATALOGUE.update(mcp_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls", MCP servers
@@ -54,9 +56,11 @@ def document(routes: Iterable[BaseRoute]) -> Schema:
     """The OpenAPI document for the operations among ``routes``."""
     here = served(routes)
     paths: dict[str, Schema] = {}
+    rules = {(m, shape(p)): rule for (m, p), rule in access_rules().items()}
     for (method, path), operation in CATALOGUE.items():
         if (method, shape(path)) in here:
-            paths.setdefault(path, {})[method.lower()] = operation
+            rule = rules.get((method, shape(path)))
+            paths.setdefault(path, {})[method.lower()] = with_access(operation, rule)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -66,25 +70,73 @@ def document(routes: Iterable[BaseRoute]) -> Schema:
             "this document "
             "describes its HTTP surface. Every error is {error: {code, message, details}}.",
         },
-        "security": [{"bearer": []}],
+        "security": SIGNED_IN,
         "paths": paths,
         "components": {
-            "schemas": {**SCHEMAS, **STATS_SCHEMAS},
-            "securitySchemes": {
-                "bearer": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "API_TOKEN, when it is set.",
-                },
-                "queryToken": {
-                    "type": "apiKey",
-                    "in": "query",
-                    "name": "token",
-                    "description": "API_TOKEN on the WebSocket URL (browsers).",
-                },
-            },
+            "schemas": {**SCHEMAS, **STATS_SCHEMAS, **USER_SCHEMAS},
+            "securitySchemes": SECURITY_SCHEMES,
         },
     }
+
+
+# API.md "Users and access": how a request says who it is.
+SECURITY_SCHEMES: Schema = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A user's token (as_...), or API_TOKEN (an admin).",
+    },
+    "queryToken": {
+        "type": "apiKey",
+        "in": "query",
+        "name": "token",
+        "description": "The same token on a WebSocket URL (browsers cannot set headers there).",
+    },
+    "cookie": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "agent_sessions_login",
+        "description": "A browser's sign-in (POST /api/login).",
+    },
+    "proxy": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Auth-Proxy-Secret",
+        "description": "A signing-in proxy: AUTH_PROXY_HEADER names the user, believed only "
+        "with this header equal to AUTH_PROXY_SECRET.",
+    },
+}
+SIGNED_IN: list[Schema] = [{"bearer": []}, {"cookie": []}, {"proxy": []}]
+
+
+def access_rules() -> dict[tuple[str, str], Rule]:
+    """The access table by (method, path), WebSocket handshakes as GET."""
+    found = {}
+    for key, rule in OPERATIONS.items():
+        method, path = key.split(" ", 1)
+        found[(method, path)] = rule
+    return found
+
+
+def with_access(operation: Schema, rule: Rule | None) -> Schema:
+    """The operation with its role (``x-role``, ``x-scope``, said in the description too)
+    and its security: none for open operations."""
+    if rule is None:
+        return operation
+    described = dict(operation)
+    described["x-role"] = None if rule.scope == "open" else rule.role
+    described["x-access"] = rule.describe()
+    if rule.drive:
+        described["x-owner-only"] = True
+    note = f"Who: {rule.describe()}."
+    described["description"] = (
+        f"{operation['description']}\n\n{note}" if operation.get("description") else note
+    )
+    if rule.scope == "open":
+        described["security"] = []
+    elif operation.get("tags") == ["stream"]:
+        described["security"] = [{"queryToken": []}, *SIGNED_IN]
+    return described
 
 
 async def openapi_json(request: Request) -> Response:

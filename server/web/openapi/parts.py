@@ -150,7 +150,9 @@ def op(
         if "application/json" in body["content"]:
             statuses |= {400, 422}
     if token:
-        statuses |= {401}
+        # 401 without a valid credential; 403 a role it lacks (or a proxy's unknown user);
+        # 429 after too many wrong ones from the address (API.md "Users and access").
+        statuses |= {401, 403, 429}
     else:
         operation["security"] = []
     if tag != "stream":

@@ -55,6 +55,7 @@ SESSIONS: dict[tuple[str, str], Schema] = {
             query("repoId", optional(UUID)),
             list_param("status", SESSION_STATUSES, "Any of these statuses."),
             query("agentId", {"type": "string"}),
+            query("owner", {"type": "string"}, "me, or a user id: that owner's sessions."),
             int_param("limit", 1, 200),
             int_param("offset", 0, INT64_MAX),
             CURSOR,

@@ -10,7 +10,7 @@ from server.web.openapi.schemas import TIME, UUID, Schema, closed, nullable, ref
 
 __all__ = ["STATS", "STATS_SCHEMAS"]
 
-GROUPINGS = ["day", "agent", "repo", "status"]
+GROUPINGS = ["day", "agent", "repo", "status", "user"]
 _NUMBER: Schema = {"type": "number"}
 _COUNT: Schema = {"type": "integer", "minimum": 0}
 

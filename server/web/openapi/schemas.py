@@ -46,7 +46,17 @@ ROLES = list(shapes.ROLES)
 MESSAGE_TYPES = list(shapes.MESSAGE_TYPES)
 ISOLATIONS = list(shapes.ISOLATIONS)
 NETWORKS = ["open", "none", "proxy"]
-ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES, ISOLATIONS, NETWORKS)
+VISIBILITIES = list(shapes.VISIBILITIES)
+ENUMS = (
+    SESSION_STATUSES,
+    RUN_STATUSES,
+    TOOL_STATUSES,
+    ROLES,
+    MESSAGE_TYPES,
+    ISOLATIONS,
+    NETWORKS,
+    VISIBILITIES,
+)
 
 
 def ref(name: str) -> Schema:
@@ -86,6 +96,11 @@ def _generated() -> dict[str, Schema]:
                     option.update(inline)
             if "enum" in prop:
                 prop["enum"] = next(e for e in ENUMS if sorted(e) == sorted(prop["enum"]))
+    # Always present in answers (their defaults only serve the Structs' construction).
+    for name, fields in (("Session", ("owner", "visibility")), ("Run", ("userId",))):
+        for field in fields:
+            found[name]["properties"][field].pop("default", None)
+            found[name]["required"].append(field)
     found["Message"]["properties"]["content"] = ref("MessageContent")
     found["Run"]["properties"]["cost"] = ref("Cost")
     return found
@@ -116,6 +131,7 @@ SCHEMAS: dict[str, Schema] = {
     ),
     "Sandbox": GENERATED["Sandbox"],
     "Session": GENERATED["Session"],
+    "Owner": GENERATED["Owner"],
     "MessageContent": {
         **obj(["type"], type={"enum": MESSAGE_TYPES}),
         "description": "Typed content; its fields per type are listed in API.md, Messages.",

@@ -25,6 +25,7 @@ from server.web.requests import (
 )
 from server.web.state import app_state
 from server.web.views import message_view, run_view, tool_call_view
+from server.web.visibility import visible_to
 
 RUN_STATUSES = shapes.RUN_STATUSES
 TOOL_STATUSES = shapes.TOOL_STATUSES
@@ -76,6 +77,7 @@ async def list_runs(request: Request) -> Response:
         agent_id=request.query_params.get("agentId") or None,
         parent_run_id=_opt_uuid(request, "parentRunId"),
         statuses=query_list(request, "status", RUN_STATUSES),
+        visible_to=visible_to(),
     )
     before = time_id_cursor(request)
     rows = await app_state(request).sessions.runs.list(where, limit=limit + 1, before=before)

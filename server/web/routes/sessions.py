@@ -31,6 +31,7 @@ from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import session_view
+from server.web.visibility import owner_filter
 
 STATUSES = shapes.SESSION_STATUSES
 ROLES = shapes.ROLES
@@ -65,6 +66,7 @@ async def create_session(request: Request) -> Response:
         mcp_servers=tuple(body.mcp_servers or ()),
         mode_id=body.mode_id,
         config=dict(body.config) if body.config else None,
+        visibility=body.visibility or "team",
     )
     record = await state.sessions.create(new)
     return JSONResponse(await session_json(state, record), status_code=201)
@@ -82,6 +84,7 @@ async def list_sessions(request: Request) -> Response:
         repo_id=repo_id,
         agent_id=request.query_params.get("agentId") or None,
         statuses=query_list(request, "status", STATUSES),
+        **owner_filter(request.query_params.get("owner") or None),
     )
     before = time_id_cursor(request)
     rows, total, repos = await state.sessions.listing.sessions(

@@ -17,7 +17,7 @@ from server.web.requests import check_uuid, query_choice, query_int
 from server.web.state import app_state
 from server.web.views import iso
 
-GROUPINGS = ("day", "agent", "repo", "status")
+GROUPINGS = ("day", "agent", "repo", "status", "user")
 DEFAULT_DAYS = 30
 MAX_DAYS = 3660  # ten years: longer ranges are refused, not scanned
 

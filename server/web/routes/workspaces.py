@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.sessions import actor_ref
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -40,7 +41,7 @@ async def commit(request: Request) -> Response:
     await state.sessions.get(session_id)
     body = await read_struct(request, shapes.CommitBody, state.settings.max_body_bytes)
     found = await state.sessions.commit(session_id, body.message)
-    return JSONResponse(found, status_code=201)
+    return JSONResponse({**found, "by": actor_ref()}, status_code=201)
 
 
 async def merge(request: Request) -> Response:
@@ -52,7 +53,7 @@ async def merge(request: Request) -> Response:
     )
     strategy = body.strategy or "merge"
     found = await state.sessions.merge(session_id, body.into, strategy, body.message)
-    return JSONResponse(found)
+    return JSONResponse({**found, "by": actor_ref()})
 
 
 async def delete_worktree(request: Request) -> Response:

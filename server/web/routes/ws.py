@@ -15,9 +15,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
-from server.sessions import DomainError, MessageRow, NotFound, SessionRecord
+from server.sessions import DomainError, MessageRow, NotFound, SessionRecord, current_actor
 from server.stream.frames import ack_frame, error_frame, stored_frame
+from server.web.access import authorize_command
+from server.web.auth import forwarded_credentials
 from server.web.bodies import decode
+from server.web.credential import Credential, until_revoked
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
 from server.web.routes.controls import controls_command, elicitation_command
@@ -51,6 +54,8 @@ async def stream(websocket: WebSocket) -> None:
     if state.sessions.shutting_down:
         await websocket.close(1001, "server shutting down")
         return
+    # Watched from here on: a revocation during the replay closes the socket after it.
+    credential = Credential.of(websocket, state.users.revocations)
     # Subscribed before anything is read: what is committed after the reads comes live
     # (frames the replay already sent are skipped by seq).
     sub = state.broker.subscribe(session_id)
@@ -75,6 +80,7 @@ async def stream(websocket: WebSocket) -> None:
         async with anyio.create_task_group() as tg:
             scope = tg.cancel_scope
             tg.start_soon(_watch, sender, state.settings.ws_stall_seconds, scope)
+            tg.start_soon(until_revoked, websocket, credential, scope)
             # Read from the start, the replay too: a viewer that closes during it is
             # noticed at once (its commands wait for the replay's end).
             tg.start_soon(_receive, websocket, sender, state, session_id, live, scope)
@@ -89,6 +95,7 @@ async def stream(websocket: WebSocket) -> None:
     except WebSocketDisconnect:
         pass
     finally:
+        credential.unwatch()
         state.broker.unsubscribe(sub)
         metrics.VIEWERS.dec()
 
@@ -205,7 +212,7 @@ async def _receive_commands(
                 await websocket.close(1009, "message too big")
             return
         await live.wait()  # a command is answered after the replay and the "live" frame
-        reply = await _command(state, session_id, data)
+        reply = await _command(state, session_id, data, websocket)
         await sender.send([orjson.dumps(reply)])  # bounded, as every frame after the hello
 
 
@@ -217,7 +224,7 @@ def _is_prompt(data: str) -> bool:
     return isinstance(command, dict) and command.get("type") == "prompt"
 
 
-async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
+async def _command(state: AppState, session_id: str, data: str, websocket: WebSocket) -> JsonObject:
     ref = None
     try:
         try:
@@ -230,9 +237,11 @@ async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
         kind = command.get("type")
         if not isinstance(kind, str):  # a list or an object is no type (nor hashable)
             raise ApiError.validation("A command needs a string type.")
+        await authorize_command(state, current_actor(), kind, session_id)  # as its REST twin
         owner = await state.cluster.owner_url(session_id) if kind in _REST_PATHS else None
         if owner is not None:
-            return await _forward(state, owner, session_id, command, ref)
+            credentials = forwarded_credentials(websocket, state.settings)
+            return await _forward(state, owner, session_id, command, ref, credentials)
         if kind == "prompt":
             run_id = await submit_prompt(state, session_id, command)
             return ack_frame(ref, runId=run_id)
@@ -267,7 +276,12 @@ _REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 
 async def _forward(
-    state: AppState, owner: str, session_id: str, command: JsonObject, ref: JsonValue
+    state: AppState,
+    owner: str,
+    session_id: str,
+    command: JsonObject,
+    ref: JsonValue,
+    credentials: dict[str, str],
 ) -> JsonObject:
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
@@ -280,9 +294,7 @@ async def _forward(
         **{name: quote(str(value), safe="") for name, value in ids.items()}
     )
     body = {name: command[name] for name in fields if name in command}
-    headers = {"content-type": "application/json"}
-    if state.settings.api_token:
-        headers["authorization"] = f"Bearer {state.settings.api_token}"
+    headers = {"content-type": "application/json", **credentials}
     try:
         answer = await state.cluster.forward(owner, method, path, "", headers, dumps(body).encode())
     except Exception:  # noqa: BLE001 - any transport failure

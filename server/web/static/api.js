@@ -1,10 +1,9 @@
 // @ts-check
 // The HTTP client for /api (API.md). Errors become ApiError with the server's code and
-// sentence. With API_TOKEN set on the server, the first 401 asks the person for the token
-// once (one dialog however many requests failed), keeps it in sessionStorage for the tab
-// and sends it as `Authorization: Bearer`; the WebSocket takes it as `?token=`.
-
-const TOKEN_KEY = "agent-sessions.token";
+// sentence. When the server wants a token (API_TOKEN, or users), the first 401 shows the
+// sign-in page once (however many requests failed): the token is posted to /api/login,
+// which answers with an HttpOnly cookie for a sign-in kept on the server. The page never
+// keeps the token: every request, the WebSocket and images carry the cookie.
 
 export class ApiError extends Error {
   constructor(status, code, message, details = {}, retryAfter = null) {
@@ -16,26 +15,10 @@ export class ApiError extends Error {
   }
 }
 
-export function getToken() {
-  try {
-    return sessionStorage.getItem(TOKEN_KEY);
-  } catch {
-    return null;
-  }
-}
-
-function setToken(value) {
-  try {
-    sessionStorage.setItem(TOKEN_KEY, value);
-  } catch {
-    /* storage disabled: the token lives only as long as this page */
-  }
-}
-
 let asking = null;
 
-/** Ask for the token (one dialog for every caller waiting on it). Resolves when the
- * person entered one; rejects when they dismissed the dialog. */
+/** Show the sign-in page (one for every caller waiting on it). Resolves once the server
+ * took the token; rejects when the person dismissed it. */
 export function askToken(refused = false) {
   if (!asking) {
     asking = openTokenDialog(refused).finally(() => { asking = null; });
@@ -51,14 +34,21 @@ function openTokenDialog(refused) {
   note.hidden = !refused;
   input.value = "";
   return new Promise((resolve, reject) => {
-    const onSubmit = (event) => {
+    const onSubmit = async (event) => {
       event.preventDefault();
       const value = input.value.trim();
       if (!value) {
         input.focus();
         return;
       }
-      setToken(value);
+      const refusal = await signIn(value);
+      if (refusal) {
+        note.textContent = refusal;
+        note.hidden = false;
+        input.select();
+        return;
+      }
+      input.value = "";
       done();
       dialog.close();
       resolve(value);
@@ -84,14 +74,39 @@ function openTokenDialog(refused) {
   });
 }
 
+/** Post the token to /api/login: null when signed in, else why not (a sentence). */
+async function signIn(token) {
+  let response;
+  try {
+    response = await fetch("/api/login", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ token }),
+    });
+  } catch {
+    return "The server cannot be reached right now.";
+  }
+  if (response.ok) return null;
+  if (response.status === 429) {
+    const wait = Number(response.headers.get("Retry-After")) || 60;
+    return `Too many failed sign-ins from here; try again in ${wait} seconds.`;
+  }
+  return "That token was refused. Check it and try again.";
+}
+
+/** End this browser's sign-in, then show the sign-in page. */
+export async function signOut() {
+  await fetch("/api/logout", { method: "POST" }).catch(() => null);
+  location.hash = "#/";
+  location.reload();
+}
+
 /** One API call. `body` undefined → no body. Returns parsed JSON (null for 204), or what
  * `read` makes of a successful response (a file's bytes). */
 export async function api(method, path, body, read = null) {
   for (;;) {
     const headers = { Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const token = getToken();
-    if (token) headers.Authorization = `Bearer ${token}`;
     let response;
     try {
       response = await fetch(path, {
@@ -101,7 +116,7 @@ export async function api(method, path, body, read = null) {
       throw new ApiError(0, "network_error", "The server cannot be reached right now. Is it running?");
     }
     if (response.status === 401) {
-      await askToken(Boolean(token));
+      await askToken(false);
       continue;
     }
     if (response.status === 204) return null;
@@ -153,6 +168,9 @@ export function describe(err) {
       return `${err.message} Only directories inside the server's workspace root (AGENT_WORKSPACE_ROOT) can be registered.`;
     case "repo_already_registered":
       return "This directory is already registered; pick it from the list.";
+    case "forbidden":
+      return `${err.message} (Your role or the session's owner does not allow it.)`;
+    case "user_session_limit_reached":
     case "session_limit_reached": {
       const wait = err.retryAfter || 60;
       return `${err.message} You can try again in ${wait} seconds.`;
@@ -170,7 +188,7 @@ export function describe(err) {
     case "validation_error":
       return err.message;
     case "unauthorized":
-      return "The server needs an access token. Reload the page to enter it.";
+      return "The server needs you to sign in. Reload the page to sign in.";
     default:
       return err.message;
   }

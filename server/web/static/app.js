@@ -7,6 +7,7 @@ import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
 import { markNav, pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
+import { loadMe } from "./me.js";
 
 const sidebarRoot = document.getElementById("sidebar");
 const mainRoot = document.getElementById("main");
@@ -64,5 +65,7 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
-route();
-sidebar.start();
+loadMe().catch(() => null).then(() => {
+  route();
+  sidebar.start();
+});

@@ -3,7 +3,7 @@
 // attachments (images from their attachments URL, files by path) and the line an answered
 // elicitation leaves.
 
-import { getToken } from "./api.js";
+import { personName } from "./me.js";
 import { h } from "./dom.js";
 
 /** A user message's `attachments` (API.md "Prompt content"), or null when it has none. */
@@ -23,17 +23,10 @@ export function attachmentList(attachments) {
   }));
 }
 
-/** An <img> cannot send a bearer header: with API_TOKEN set the bytes are fetched with it. */
+/** The sign-in cookie goes with the image's request (same origin). */
 function loadImage(img, url) {
-  const token = getToken();
-  if (!token) {
-    img.src = url;
-    return;
-  }
-  fetch(url, { headers: { Authorization: `Bearer ${token}` } })
-    .then((response) => (response.ok ? response.blob() : Promise.reject(new Error(String(response.status)))))
-    .then((blob) => { img.src = URL.createObjectURL(blob); })
-    .catch(() => { img.alt = "Attached image (could not be loaded)"; });
+  img.src = url;
+  img.addEventListener("error", () => { img.alt = "Attached image (could not be loaded)"; }, { once: true });
 }
 
 const ACTIONS = { accept: "answered", decline: "declined", cancel: "cancelled" };
@@ -44,5 +37,6 @@ export function elicitationNote(content) {
   const answered = action === "accept";
   return h(`div.note.permission-note.elicitation-note${answered ? ".allowed" : ".rejected"}`, {},
     h("span.note-mark", { "aria-hidden": "true" }, answered ? "✓" : "✕"),
-    `Question “${content.message || "input"}”: `, h("strong", {}, ACTIONS[action] || String(action)));
+    `Question “${content.message || "input"}”: `, h("strong", {}, ACTIONS[action] || String(action)),
+    content.by ? h("span.answered-by", {}, ` by ${personName(content.by)}`) : null);
 }

@@ -1,14 +1,16 @@
 // @ts-check
-// The pages beside sessions: #/usage and #/errors (issue 15). `pageRoute` renders the one
+// The pages beside sessions: #/usage and #/errors (issue 15), #/users (admins). `pageRoute` renders the one
 // the hash names into the main column and says whether it did.
 
 import { clear, h } from "./dom.js";
 import { ErrorsPage } from "./errors.js";
 import { UsagePage } from "./usage.js";
+import { UsersPage } from "./users.js";
 
 const PAGES = {
   "#/usage": { title: "Usage", make: (root) => new UsagePage(root) },
   "#/errors": { title: "Errors", make: (root) => new ErrorsPage(root) },
+  "#/users": { title: "Users", make: (root) => new UsersPage(root) },
 };
 
 /**

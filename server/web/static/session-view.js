@@ -6,6 +6,7 @@
 // running) and has not ended yet. The prompt box is disabled while one runs. (Only a run
 // whose end a rewind dropped is settled by the session's activeRunId, see onLive.)
 
+import { personName } from "./me.js";
 import { describe, get, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { Composer } from "./composer.js";
@@ -265,6 +266,8 @@ export class SessionView {
     clear(this.meta,
       h("span", { title: s.repo?.path || "" }, h("span.meta-label", {}, "repo "), s.repo?.name || s.repoId),
       h("span", {}, h("span.meta-label", {}, "agent "), s.agentId),
+      s.owner ? h("span.session-owner", {}, h("span.meta-label", {}, "owner "), personName(s.owner)) : null,
+      s.visibility === "private" ? h("span.badge.private-badge", {}, "private") : null,
       h("span", { title: when(s.createdAt) }, `started ${ago(s.createdAt)}`),
       s.forkedFrom ? h("a", { href: `#/s/${s.forkedFrom.sessionId}` }, `forked at #${s.forkedFrom.seq}`) : null,
       this.changesUi.branchLabel(s));

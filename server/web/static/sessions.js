@@ -1,7 +1,9 @@
 // @ts-check
 // The sidebar: start a session, register a repository, and the sessions list with
-// filters (repository, status) and paging by nextCursor.
+// filters (repository, status, mine or everyone's) and paging by nextCursor; each row
+// names the session's owner.
 
+import { personName } from "./me.js";
 import { ApiError, describe, get, post, query } from "./api.js";
 import { ago, clear, h, sessionTitle, when } from "./dom.js";
 import { SESSION_STATUSES } from "./enums.js";
@@ -38,6 +40,8 @@ export class Sidebar {
         h("div.field", {}, h("label", { for: "new-title" }, "Title"), this.titleInput)),
       h("div.field.check-field", {}, this.isolatedInput,
         h("label", { for: "new-isolated", title: "Work in its own git worktree on a new branch agent/…" }, "Isolated worktree")),
+      h("div.field.check-field", {}, this.privateInput,
+        h("label", { for: "new-private", title: "Only you and admins see it" }, "Private")),
       h("div.form-actions", {}, this.createButton), this.createError);
 
     // Register a repository
@@ -56,6 +60,9 @@ export class Sidebar {
     this.filterRepo = h("select#filter-repo", { onchange: () => this.refresh() }, h("option", { value: "" }, "All repositories"));
     this.filterStatus = h("select#filter-status", { onchange: () => this.refresh() },
       h("option", { value: "" }, "Any status"), SESSION_STATUSES.map((s) => h("option", { value: s }, s)));
+    this.filterOwner = h("select#filter-owner", { onchange: () => this.refresh() },
+      h("option", { value: "" }, "Everyone's"), h("option", { value: "me" }, "Mine"));
+    this.privateInput = h("input#new-private", { type: "checkbox" });
     this.list = h("ul.session-list", { "aria-label": "Sessions" });
     this.listStatus = h("p.muted.list-status", { role: "status" });
     this.moreButton = h("button.secondary.more-button", { type: "button", hidden: true, onclick: () => this.loadMore() }, "Load more");
@@ -65,7 +72,8 @@ export class Sidebar {
         h("button.icon-button", { type: "button", "aria-label": "Refresh the list", title: "Refresh", onclick: () => this.refresh() }, "↻")),
       h("div.filters", {},
         h("label.sr-only", { for: "filter-repo" }, "Filter by repository"), this.filterRepo,
-        h("label.sr-only", { for: "filter-status" }, "Filter by status"), this.filterStatus),
+        h("label.sr-only", { for: "filter-status" }, "Filter by status"), this.filterStatus,
+        h("label.sr-only", { for: "filter-owner" }, "Mine or everyone's"), this.filterOwner),
       this.list, this.listStatus, this.moreButton);
 
     clear(this.root, this.createForm, this.repoDetails, this.listSection);
@@ -143,6 +151,7 @@ export class Sidebar {
       const body = { repoId, agentId: this.agentSelect.value || undefined };
       if (this.titleInput.value.trim()) body.title = this.titleInput.value.trim();
       if (this.isolatedInput.checked) body.isolation = "worktree";
+      if (this.privateInput.checked) body.visibility = "private";
       const session = await post("/api/sessions", body);
       this.titleInput.value = "";
       await this.refresh({ quiet: true });
@@ -156,7 +165,7 @@ export class Sidebar {
   }
 
   showCreateError(err) {
-    if (err instanceof ApiError && err.code === "session_limit_reached") {
+    if (err instanceof ApiError && (err.code === "session_limit_reached" || err.code === "user_session_limit_reached")) {
       let left = err.retryAfter || 60;
       const counter = h("strong", {}, `${left} s`);
       clear(this.createError, h("p", {}, h("strong", {}, "Too many sessions are running. "), err.message),
@@ -181,7 +190,7 @@ export class Sidebar {
   }
 
   filters() {
-    return { repoId: this.filterRepo.value, status: this.filterStatus.value };
+    return { repoId: this.filterRepo.value, status: this.filterStatus.value, owner: this.filterOwner.value };
   }
 
   async refresh({ quiet = false } = {}) {
@@ -221,7 +230,7 @@ export class Sidebar {
     this.moreButton.hidden = !this.cursor;
     const f = this.filters();
     if (!this.shown) {
-      this.listStatus.textContent = f.repoId || f.status ? "No session matches these filters." : "No sessions yet. Start one above.";
+      this.listStatus.textContent = f.repoId || f.status || f.owner ? "No session matches these filters." : "No sessions yet. Start one above.";
     } else {
       this.listStatus.textContent = this.total > this.shown ? `Showing ${this.shown} of ${this.total}` : "";
     }
@@ -238,6 +247,8 @@ export class Sidebar {
         h("span.session-sub", {},
           h("span", {}, session.repo?.name || ""),
           h("span", {}, session.agentId),
+          session.owner ? h("span.session-owner", { title: "Owner" }, personName(session.owner)) : null,
+          session.visibility === "private" ? h("span.badge.private-badge", { title: "Only its owner and admins see it" }, "private") : null,
           h("time", { datetime: session.createdAt, title: when(session.createdAt) }, ago(session.createdAt)))));
   }
 

@@ -6,7 +6,7 @@
 // server restart is followed by a quiet reconnect with backoff; the page only hears about
 // it (onConnection) so it can show a small indicator after a while.
 
-import { askToken, getToken } from "./api.js";
+import { askToken } from "./api.js";
 
 const CLOSE_UNAUTHORIZED = 4401;
 const CLOSE_FORBIDDEN = 4403;
@@ -74,8 +74,6 @@ export class SessionStream {
   url() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const params = new URLSearchParams({ after: String(this.lastSeq) });
-    const token = getToken();
-    if (token) params.set("token", token);
     return `${scheme}//${location.host}/ws/sessions/${encodeURIComponent(this.sessionId)}?${params}`;
   }
 
@@ -149,9 +147,9 @@ export class SessionStream {
     }
     if (event.code === CLOSE_UNAUTHORIZED) {
       try {
-        await askToken(Boolean(getToken()));
+        await askToken(false);  // signed out, or the token was revoked: sign in again
       } catch {
-        this.handlers.onFatal?.("The server needs an access token to show this session.");
+        this.handlers.onFatal?.("Sign in to see this session.");
         return;
       }
       this.connect();

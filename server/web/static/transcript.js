@@ -6,6 +6,7 @@
 // place; tool calls are cards keyed by run and toolCallId, updated in place; a pending
 // permission request is handed to the view (onPermission) and taken back once decided.
 
+import { personName } from "./me.js";
 import { renderDiff } from "./diff.js";
 import { ago, clear, duration, h, pretty, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -103,8 +104,9 @@ export class Transcript {
 
   addUser(message, content) {
     this.closeAll();
-    this.append(h("article.msg.msg-user", { dataset: { seq: message.seq }, "aria-label": "You" },
-      h("div.msg-head", {}, h("span.who", {}, "You"),
+    const who = content.by ? personName(content.by) : "You";
+    this.append(h("article.msg.msg-user", { dataset: { seq: message.seq }, "aria-label": who },
+      h("div.msg-head", {}, h("span.who", {}, who),
         h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp)),
         this.hooks.messageActions?.(message)),
       h("div.msg-body.plain", {}, content.text || ""),
@@ -292,7 +294,8 @@ export class Transcript {
       const why = content.reason && content.reason !== "user" ? ` (${content.reason.replace(/_/g, " ")})` : "";
       this.append(h(`div.note.permission-note${rejected ? ".rejected" : ".allowed"}`, {},
         h("span.note-mark", { "aria-hidden": "true" }, rejected ? "✕" : "✓"),
-        `Permission for “${content.tool || content.toolCallId || "a tool"}”: `, h("strong", {}, verdict), why));
+        `Permission for “${content.tool || content.toolCallId || "a tool"}”: `, h("strong", {}, verdict), why,
+        content.by ? h("span.answered-by", {}, ` by ${personName(content.by)}`) : null));
     } else {
       if (card) {
         card.awaiting = true;

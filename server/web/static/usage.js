@@ -4,6 +4,7 @@
 // repository, agent and range; each chart has its table beside it (screen readers, exact
 // numbers); "Download CSV" saves the day buckets shown.
 
+import { me } from "./me.js";
 import { describe, get, query } from "./api.js";
 import { horizontalBars, stackedColumns } from "./chart.js";
 import { clear, count, duration, h } from "./dom.js";
@@ -56,6 +57,17 @@ function table(caption, head, rows) {
     h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => (i ? h("td.num", {}, c) : h("th", { scope: "row" }, c)))))));
 }
 
+/** User id → name: the admins' list of users; others see names of their own only. */
+async function userNames() {
+  if (me.role !== "admin") return new Map();
+  try {
+    const { users } = await get("/api/users");
+    return new Map(users.map((u) => [u.id, u.name]));
+  } catch {
+    return new Map();
+  }
+}
+
 export class UsagePage {
   /** @param {HTMLElement} root */
   constructor(root) {
@@ -103,23 +115,25 @@ export class UsagePage {
     this.status.textContent = "Loading…";
     const seq = (this.seq = (this.seq || 0) + 1);
     try {
-      const [days, agents, tools] = await Promise.all([
+      const [days, agents, tools, users] = await Promise.all([
         get(`/api/stats${query(this.params({ groupBy: "day" }))}`),
         get(`/api/stats${query(this.params({ groupBy: "agent" }))}`),
         get(`/api/stats/tools${query(this.params({ limit: 50 }))}`),
+        get(`/api/stats${query(this.params({ groupBy: "user" }))}`),
       ]);
+      this.names = this.names || await userNames();
       const perAgent = await Promise.all(agents.buckets.map((a) =>
         get(`/api/stats${query(this.params({ groupBy: "day", agentId: a.key }))}`).then((r) => [a.key, r.buckets])));
       if (seq !== this.seq) return; // a newer filter change owns the page
       this.buckets = days.buckets;
-      this.render(days, perAgent, tools.tools);
+      this.render(days, perAgent, tools.tools, users.buckets);
       this.status.textContent = days.buckets.length ? "" : "No runs in this range.";
     } catch (err) {
       if (seq === this.seq) this.status.textContent = `Could not load usage: ${describe(err)}`;
     }
   }
 
-  render(days, perAgent, tools) {
+  render(days, perAgent, tools, users) {
     const labels = dayLabels(this.params().from, Number(this.range.value));
     const currencies = [...new Set(days.buckets.flatMap((b) => (b.cost || []).map((c) => c.currency)))];
     const currency = currencies.includes("USD") ? "USD" : currencies[0] || "USD";
@@ -165,7 +179,18 @@ export class UsagePage {
         h("p.muted.small", {}, "Calls grouped by the tool's kind and its title without arguments (“Read README.md” and “Read parser.py” are one row). A group's p95 is its slowest title's.")),
       section("usage-failing", "Most failing tools",
         horizontalBars({ rows: failing.map((t) => ({ name: t.toolName || "(unnamed)", value: t.failures })), format: count, title: "Tools by failures" }),
-        table("Most failing tools", ["Tool", "Failures", "Calls"], failing.map((t) => [t.toolName || "(unnamed)", count(t.failures), count(t.calls)]))));
+        table("Most failing tools", ["Tool", "Failures", "Calls"], failing.map((t) => [t.toolName || "(unnamed)", count(t.failures), count(t.calls)]))),
+      section("usage-users", "Runs by user",
+        horizontalBars({ rows: users.map((b) => ({ name: this.userName(b.key), value: b.runs })), format: count, title: "Runs by the user who prompted them" }),
+        table("Runs, tokens and cost by user", ["User", "Runs", "Tokens", `Cost (${currency})`],
+          users.map((b) => [this.userName(b.key), count(b.runs), count(b.tokens.input + b.tokens.output), money(costOf(b, currency))]))));
+  }
+
+  /** A stats key of groupBy=user as a name: "" is the runs of no user (before users). */
+  userName(key) {
+    if (!key) return "(no user)";
+    if (key === me.id) return `${me.name} (you)`;
+    return this.names?.get(key) || key.slice(0, 8);
   }
 
   download() {
