@@ -130,6 +130,10 @@ OPERATIONS: dict[str, Rule] = {
     f"POST {S}/commit": DRIVE,
     f"POST {S}/merge": DRIVE,
     f"DELETE {S}/worktree": DRIVE,
+    f"GET {S}/tree": SEE,
+    f"GET {S}/file": SEE,
+    f"POST {S}/changes/revert": DRIVE,
+    f"POST {S}/review": DRIVE,
     # runs
     "GET /api/agent-runs": READ,
     f"GET {R}": SEE_RUN,
