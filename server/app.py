@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent_bridge import become_subreaper
 from server.cluster import Cluster
 from server.logs import REQUEST_ID
+from server.sessions import client_tool_desk
 from server.sessions.agents import load_agents
 from server.sessions.hub import Hub
 from server.sessions.workspaces import service as workspace_service
@@ -32,6 +33,7 @@ from server.stream.writer import Writer
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
+    client_tools,
     controls,
     history,
     ops,
@@ -174,6 +176,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 await tg.start(hub.run)
                 await tg.start(cluster.run)
                 await hub.recover()
+                await client_tool_desk.recover_calls(hub)
                 await workspace_service.recover(hub)
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
@@ -198,6 +201,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *history.routes,
         *sessions.routes,
         *controls.routes,
+        *client_tools.routes,
         *prompts.routes,
         *workspaces.routes,
         *runs.routes,

@@ -67,6 +67,7 @@ MessageType = Literal[
     "usage",
     "controls",
     "elicitation",
+    "client_tool",
     "update",
 ]
 
@@ -219,6 +220,8 @@ class CreateSession(_Body):
     mcp_servers: list[NonBlank] | None = None
     isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
     base_ref: NonBlank | None = None
+    # API.md "Client tools": the session's first set (checked as PUT checks it)
+    client_tools: list[JsonObject] | None = None
 
 
 class PromptBody(_Body):

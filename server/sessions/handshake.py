@@ -49,6 +49,7 @@ async def handshake(live: LiveSession, restore: Restore) -> None:
                 step = "authenticate"
                 await client.authenticate(live.agent.auth_method)
             choose_mcp_servers(live, restore.mcp_servers)
+            live.client_tools.offer(client, live.translator.controls)
             step = "session/new"
             if restore.agent_session_id and client.can_load:
                 step = "session/load"
@@ -107,7 +108,9 @@ def choose_mcp_servers(live: LiveSession, added: tuple[str, ...] = ()) -> None:
     ``live.mcp_refused`` (create refuses the session with it)."""
     controls = live.translator.controls
     servers = session_servers(
-        live.agent.mcp_catalog, live.agent.mcp_servers, [*controls.mcp_servers, *added]
+        live.agent.mcp_catalog,
+        live.agent.mcp_servers,
+        [*(n for n in controls.mcp_servers if isinstance(n, str)), *added],
     )
     caps = live.client.agent_capabilities
     allowed = [s for s in servers if transport_allowed(s, caps)]

@@ -111,6 +111,7 @@ async def fork_session(
                 last_seq=len(rows),
                 controls=source.controls,  # a fork inherits its parent's controls
                 agent_config=source.agent_config,
+                client_tools=source.client_tools,  # and its client tools
             )
 
         # Through the writer's transaction queue, before anything else can write to

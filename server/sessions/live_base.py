@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 from agent_bridge import AcpClient, TerminalHost, Workspace
 from agent_bridge.jsontypes import JsonObject
 from server.sessions.agents import AgentConfig
+from server.sessions.client_tools import ClientToolHost
 from server.sessions.pending import PendingRequest, RequestKind
 from server.sessions.services import Services
 from server.sessions.translate import Output, Translator
@@ -47,6 +48,7 @@ class LiveBase:
     translator: Translator
     turn: Turn | None
     pending: dict[str, PendingRequest]  # by request id: asked, not yet answered
+    client_tools: ClientToolHost  # the client tools' calls wait as these questions do
     needs_context: bool
     cost_seen: float
     _stop: Stop | None
@@ -112,6 +114,7 @@ class LiveBase:
 
     def _cancel_pending(self, reason: str, run_id: str | None | EllipsisType = ...) -> None:
         """Answer the waiting questions (all, or those of run ``run_id``) as cancelled."""
+        self.client_tools.cancel(run_id)
         for pending in list(self.pending.values()):
             if run_id is ... or pending.run_id == run_id:
                 self._decide(pending, dict(pending.kind.cancelled), reason)

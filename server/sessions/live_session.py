@@ -26,6 +26,7 @@ from server import metrics
 from server.logs import log_context
 from server.sessions import agent_controls
 from server.sessions.agents import AgentConfig
+from server.sessions.client_tools import ClientToolHost, tools_of
 from server.sessions.controls import ControlsState
 from server.sessions.elicitation_gate import ElicitationGate
 from server.sessions.handshake import Restore, handshake
@@ -71,6 +72,9 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
         self.turn = None
         self.pending: dict[str, PendingRequest] = {}
+        self.client_tools = ClientToolHost(
+            record.id, tools_of(record.client_tools), services.writer, services.settings, self._at
+        )
         self.needs_context = record.needs_context
         self.stderr_tail = ""
         self.cost_seen = 0.0  # the agent's cumulative cost so far (usage_update.cost)
@@ -160,6 +164,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         finally:
             # The agent is gone: nobody waits for an answer to its questions any more.
             self._cancel_pending("session_ended" if self._stop is not None else "agent_exited")
+            self.client_tools.close()
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             if not started:
@@ -189,6 +194,11 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         await self._cancel_turn(turn)
         with anyio.move_on_after(self.services.settings.agent_stop_grace):
             await turn.done.wait()
+
+    def _at(self) -> tuple[str | None, int | None]:
+        """The running turn's run id and step (a client tool call's)."""
+        turn = self.turn
+        return (turn.run_id, turn.step_number) if turn is not None else (None, None)
 
     # -- agent → host (ClientCallbacks) -------------------------------------------------
 

@@ -10,8 +10,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.sessions import client_tool_desk
 from server.sessions.agent_controls import apply_create_choices
 from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions.client_tools import check_tools
 from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
 from server.sessions.workspaces import service as workspace_service
 from server.stream.frames import row_view
@@ -79,6 +81,7 @@ async def create_session(request: Request) -> Response:
         checks={
             "config": check_config,
             "mcpServers": lambda value: list(create_mcp_names(catalog, value)),
+            "clientTools": lambda value: None if value is None else check_tools(value),
         },
     )
     plan = await workspace_service.plan_session(
@@ -88,6 +91,8 @@ async def create_session(request: Request) -> Response:
         body.repo_id, body.agent_id, body.title, body.parent_run_id
     )
     await workspace_service.make_worktree(state.hub, record, plan)
+    if body.client_tools:  # stored before the agent starts: its session/new offers them
+        record = await client_tool_desk.store_first_tools(state.hub, record, body.client_tools)
     live = await state.hub.start_new(record, mcp=tuple(body.mcp_servers or ()))
     await refuse_unsupported_mcp(live)
     if body.mode_id is not None or body.config:
