@@ -182,7 +182,14 @@ class EventStream(Response):
     ends a wait on a person), ended when the client goes away (``run`` is cancelled)."""
 
     def __init__(self, run: Callable[[Emit], Awaitable[None]]) -> None:
-        super().__init__(media_type=EVENTS, headers={"Cache-Control": "no-store"})
+        # Not Response.__init__: it declares a Content-Length for the (empty) body.
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", EVENTS.encode()),
+            (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no"),  # a proxy in front must not hold the events back
+        ]
         self._run = run
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -72,8 +72,10 @@ class McpSessions:
         return receive
 
     def unsubscribe(self, session: McpSession, stream: MemoryObjectReceiveStream[bytes]) -> None:
-        stream.close()  # its sender's next send finds it closed and is dropped
-        session.streams[:] = [s for s in session.streams if s.statistics().open_receive_streams]
+        stream.close()
+        for send in [s for s in session.streams if not s.statistics().open_receive_streams]:
+            send.close()
+            session.streams.remove(send)
 
     def announce(self, message: JsonObject) -> int:
         """Send ``message`` on every open event stream; how many took it."""
@@ -87,6 +89,7 @@ class McpSessions:
                 except anyio.WouldBlock:
                     pass  # it holds a list_changed already: the same news
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    stream.close()
                     session.streams.remove(stream)
         return sent
 

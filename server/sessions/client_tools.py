@@ -272,10 +272,10 @@ class ClientToolHost:
         try:
             with anyio.move_on_after(self.settings.client_tool_timeout):
                 await pending.decided.wait()
-        finally:
-            if not pending.decided.is_set():  # cancelled: the agent gave up the request
-                self._decide(pending, None, "cancelled")
-        if not pending.decided.is_set() or pending.outcome is None:
+        except anyio.get_cancelled_exc_class():  # the agent gave up the request
+            self._decide(pending, None, "cancelled")
+            raise
+        if not pending.decided.is_set():
             self._decide(pending, None, "timeout")
         if pending.outcome == "answered" and pending.answer is not None:
             return mcp_result(pending.answer)
