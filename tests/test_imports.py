@@ -170,8 +170,9 @@ def test_leaf_packages_import_cleanly_on_their_own(package: str) -> None:
 LAYERS = {
     "server.stream": set(),
     "server.cluster": {"server.stream"},
-    "server.sessions": {"server.stream", "server.cluster"},
-    "server.web": {"server.sessions", "server.stream", "server.cluster"},
+    "server.mcp_host": set(),
+    "server.sessions": {"server.stream", "server.cluster", "server.mcp_host"},
+    "server.web": {"server.sessions", "server.stream", "server.cluster", "server.mcp_host"},
     "server.cli.client": set(),
 }
 SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes", "server.contents"}

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
-from jsonschema import Draft202012Validator, SchemaError
-from jsonschema.validators import validator_for
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.mcp_host.sessions import McpSessions
@@ -57,6 +55,15 @@ _FIELDS = frozenset({"name", "description", "inputSchema"})
 # -- the tool set ---------------------------------------------------------------------------
 
 
+def _validator(schema: JsonObject) -> Any:
+    """The validator class ``$schema`` names (draft 2020-12 without one). jsonschema is
+    imported on first use, not at start-up (~0.1 s of import)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema, default=Draft202012Validator)
+
+
 def _check_schema(schema: object, where: str) -> JsonObject:
     if not isinstance(schema, dict):
         raise Invalid(f"{where}.inputSchema must be a JSON Schema object.", field=where)
@@ -65,8 +72,10 @@ def _check_schema(schema: object, where: str) -> JsonObject:
             f'{where}.inputSchema must describe an object ("type": "object"), as MCP wants.',
             field=where,
         )
+    from jsonschema import SchemaError
+
     try:
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        _validator(schema).check_schema(schema)
     except SchemaError as exc:
         raise Invalid(f"{where}.inputSchema is not a valid JSON Schema: {exc.message}") from None
     return schema
@@ -261,8 +270,8 @@ class ClientToolHost:
         if tool is None:
             return tool_error(f"No client tool named {name!r}.")
         arguments = {} if arguments is None else arguments
-        validator = validator_for(tool["inputSchema"], default=Draft202012Validator)
-        problems = sorted(validator(tool["inputSchema"]).iter_errors(arguments), key=str)
+        validator = _validator(tool["inputSchema"])(tool["inputSchema"])
+        problems = sorted(validator.iter_errors(arguments), key=str)
         if problems:
             where = "/".join(str(p) for p in problems[0].absolute_path) or "(input)"
             return tool_error(f"Invalid input for {name} at {where}: {problems[0].message}")
