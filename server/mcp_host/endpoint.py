@@ -63,10 +63,10 @@ class ToolHost(Protocol):
 FindHost = Callable[[HttpRequest, str], ToolHost | None]
 
 
-def _plain(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    body = orjson.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
-    )
+def _plain(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    """An HTTP-level refusal, in the API's error shape (API.md "Errors"); what MCP
+    clients read of it is the status."""
+    body = orjson.dumps({"error": {"code": code, "message": message, "details": {}}})
     return Response(body, status, headers=headers, media_type=JSON)
 
 
@@ -88,7 +88,12 @@ def mcp_route(find_host: FindHost) -> Route:
         host = find_host(request, request.path_params["session_id"])
         presented = _bearer(request)
         if host is None or not presented or not host.accepts(presented):
-            return _plain(401, "unauthorized", {"WWW-Authenticate": "Bearer"})
+            return _plain(
+                401,
+                "unauthorized",
+                "This MCP server takes the secret made for its agent.",
+                {"WWW-Authenticate": "Bearer"},
+            )
         if request.method == "POST":
             return await _post(request, host)
         session, refused = _session_of(request, host)
@@ -99,7 +104,12 @@ def mcp_route(find_host: FindHost) -> Route:
             host.mcp.end(session.id)
             return Response(status_code=204)
         if EVENTS not in request.headers.get("accept", ""):
-            return _plain(405, "GET takes Accept: text/event-stream", {"Allow": "POST, DELETE"})
+            return _plain(
+                405,
+                "method_not_allowed",
+                "GET is the event stream: it takes Accept: text/event-stream.",
+                {"Allow": "POST, DELETE"},
+            )
         return _event_stream(host, session)
 
     return Route("/mcp/sessions/{session_id}", endpoint, methods=["GET", "POST", "DELETE"])
@@ -108,20 +118,24 @@ def mcp_route(find_host: FindHost) -> Route:
 def _session_of(request: HttpRequest, host: ToolHost) -> tuple[McpSession | None, Response | None]:
     session_id = request.headers.get(SESSION_HEADER)
     if not session_id:
-        return None, _plain(400, "Mcp-Session-Id header required")
+        return None, _plain(400, "mcp_session_required", "Mcp-Session-Id is required.")
     session = host.mcp.get(session_id)
     if session is None:
-        return None, _plain(404, "unknown or ended MCP session")
+        return None, _plain(404, "mcp_session_not_found", "No such MCP session (or it ended).")
     version = request.headers.get(VERSION_HEADER)
     if version is not None and version not in SUPPORTED_VERSIONS:
-        return None, _plain(400, f"unsupported MCP-Protocol-Version {version}")
+        return None, _plain(
+            400,
+            "unsupported_protocol_version",
+            f"MCP-Protocol-Version {version} is not spoken here.",
+        )
     return session, None
 
 
 async def _post(request: HttpRequest, host: ToolHost) -> Response:
     parsed = parse_body(await request.body())
     if parsed.error is not None and not parsed.calls:
-        return Response(parsed.error.strip(), 400, media_type=JSON)
+        return _plain(400, "invalid_json", "The body is not a JSON-RPC message.")
     first = parsed.calls[0] if parsed.calls else None
     if isinstance(first, Request) and first.method == "initialize" and not parsed.batch:
         params = first.params if isinstance(first.params, dict) else {}

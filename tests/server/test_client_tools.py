@@ -296,7 +296,7 @@ async def test_the_mcp_endpoint_speaks_streamable_http(serve: Callable[..., Any]
         garbage = await served.http.post(
             f"/mcp/sessions/{sid}", content=b"{nope", headers={"Authorization": f"Bearer {secret}"}
         )
-        assert garbage.status_code == 400 and garbage.json()["error"]["code"] == -32700
+        assert garbage.status_code == 400 and garbage.json()["error"]["code"] == "invalid_json"
 
         # Input that does not fit the schema: a tool error, nothing stored.
         call = request("tools/call", {"name": "pick", "arguments": {"colour": 5}})
