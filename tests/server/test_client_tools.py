@@ -510,3 +510,43 @@ def test_a_server_killed_mid_call_ends_it_server_restarted_when_it_starts_again(
             if m["content"]["callId"] == call_id
         ]
         assert [m["content"]["outcome"] for m in pending] == [None, "server_restarted"]
+
+
+async def test_two_answers_at_once_one_wins(serve: Callable[..., Any]) -> None:
+    """A REST answer and a WebSocket answer sent together: one is taken (200 / ack), the
+    other is 409; one outcome is stored, and the agent gets the winner's result."""
+    async with serve() as served:
+        session = await new_session(served, clientTools=[PICK])
+        sid = session["id"]
+        run_id = await start(served, sid, 'client-tool pick {"colour": "red"}')
+        call_id = (await wait_for(served, sid, client_tool(None)))["content"]["callId"]
+        outcomes: dict[str, Any] = {}
+        async with connect(f"{served.ws_url}/ws/sessions/{sid}") as ws:
+
+            async def by_rest() -> None:
+                response = await served.http.post(
+                    f"/api/sessions/{sid}/client-tools/{call_id}", json={"result": "rest"}
+                )
+                outcomes["rest"] = response.status_code
+
+            async def by_websocket() -> None:
+                command = {"type": "client_tool_result", "callId": call_id, "result": "ws"}
+                await ws.send(json.dumps({**command, "id": "w"}))
+                frame = await receive_until(ws, lambda f: f["type"] in ("ack", "error"))
+                outcomes["ws"] = 200 if frame["type"] == "ack" else frame["error"]["code"]
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(by_rest)
+                tasks.start_soon(by_websocket)
+        assert sorted(map(str, outcomes.values())) == ["200", "client_tool_already_answered"] or (
+            sorted(map(str, outcomes.values())) == ["200", "409"]
+        ), outcomes
+        winner = "rest" if outcomes["rest"] == 200 else "ws"
+        said = await reply(served, sid, run_id)
+        assert f"pick answered: {winner}" in said
+        ended = [
+            m["content"]
+            for m in await stored(served, sid, type="client_tool")
+            if m["content"]["outcome"] is not None
+        ]
+        assert len(ended) == 1 and ended[0]["result"] == winner
