@@ -215,6 +215,7 @@ class ClientToolHost:
         self.mcp = McpSessions()
         self.calls: dict[str, PendingCall] = {}
         self.closed = False
+        self.lists = 0
 
     # -- offering the MCP server ----------------------------------------------------------
 
@@ -258,6 +259,8 @@ class ClientToolHost:
         self.mcp.announce({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
     def listed(self) -> list[JsonObject]:
+        """The set as ``tools/list`` gives it (``lists`` counts the agent's asks)."""
+        self.lists += 1
         return [dict(t) for t in self.tools]
 
     # -- calls ----------------------------------------------------------------------------

@@ -60,7 +60,11 @@ async def serving(make_settings: Callable[..., Settings], **env: Any) -> AsyncIt
         port = int(sock.getsockname()[1])
         app = create_app(make_settings(PORT=port, **env))
         server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+            # as `agent-sessions serve` does: an agent's open MCP event stream is cut off
+            # then (it ends with the agent, after uvicorn's wait for open responses)
+            uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2
+            )
         )
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(server.serve, [sock])
