@@ -213,7 +213,10 @@ class Settings:
         "MAX_CONCURRENT_SESSIONS", _int(1), "5", "active sessions allowed at once"
     )
     idle_timeout_minutes: float = _setting(
-        "AGENT_SESSION_IDLE_TIMEOUT", _float(0.0001), "30", "minutes idle before completion"
+        "AGENT_SESSION_IDLE_TIMEOUT",
+        _float(0.0001),
+        "30",
+        "minutes without activity before idle completion",
     )
     idle_sweep_interval: float = _setting(
         "IDLE_SWEEP_INTERVAL", _float(0.01), "60", "seconds between idle sweeps"
@@ -225,13 +228,22 @@ class Settings:
         "MAX_TOTAL_STEPS_PER_RUN", _int(1), "500", "cumulative cap across resumes"
     )
     permission_timeout: float = _setting(
-        "PERMISSION_TIMEOUT", _float(0.01), "600", "seconds before a permission is rejected"
+        "PERMISSION_TIMEOUT",
+        _float(0.01),
+        "600",
+        "seconds before an unanswered permission is rejected",
     )
     client_tool_timeout: float = _setting(
-        "CLIENT_TOOL_TIMEOUT", _float(0.01), "600", "seconds a client tool call waits"
+        "CLIENT_TOOL_TIMEOUT",
+        _float(0.01),
+        "600",
+        "seconds before an unanswered client tool call is a tool error",
     )
     max_client_tool_result_bytes: int = _setting(
-        "MAX_CLIENT_TOOL_RESULT_BYTES", _int(1), "1048576", "largest client tool answer"
+        "MAX_CLIENT_TOOL_RESULT_BYTES",
+        _int(1),
+        "1048576",
+        "largest client tool answer (result and content as JSON)",
     )
     agent_stop_grace: float = _setting(
         "AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps"

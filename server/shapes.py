@@ -48,6 +48,7 @@ __all__ = [
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
+    "Merged",
     "Workspace",
 ]
 
@@ -68,6 +69,7 @@ MessageType = Literal[
     "controls",
     "elicitation",
     "client_tool",
+    "review",
     "update",
 ]
 
@@ -104,6 +106,14 @@ class ForkedFrom(_Shape):
     seq: Count
 
 
+class Merged(_Shape):
+    """The session's branch went into ``into`` as ``commit`` at ``at``."""
+
+    commit: str | None
+    into: str
+    at: str
+
+
 class Workspace(_Shape):
     """Where the session's agent works: the repository itself, or its own git worktree."""
 
@@ -112,6 +122,7 @@ class Workspace(_Shape):
     branch: str | None
     base_ref: str | None
     base_commit: str | None
+    merged: Merged | None
 
 
 class Session(msgspec.Struct, rename="camel"):
@@ -129,7 +140,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: JsonObject
     workspace: Workspace
-    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -316,6 +327,6 @@ class SetConfigCommand(_Body):  # the REST twin takes the config id in the path
     value: ConfigValue
 
 
-class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the hub
+class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the domain
     request_id: str
     option_id: str

@@ -49,7 +49,7 @@ __all__ = [
 class _Json(TypeDecorator[JsonValue]):
     """JSON, and JSONB on PostgreSQL. The PostgreSQL dialect's modules load only when a
     PostgreSQL engine first uses the type: ``with_variant(JSONB)`` imported them on every
-    start (~80 ms of a SQLite server's start-up, measured with ``-X importtime``)."""
+    start, a large part of a SQLite server's start-up (``-X importtime``)."""
 
     impl = JSON
     cache_ok = True
@@ -73,7 +73,7 @@ _CLIENT_TOOL = "type = 'client_tool'"
 def postgresql_options() -> None:
     """Give the metadata its PostgreSQL-only options (``ix_messages_elicitation``'s WHERE)
     before a PostgreSQL engine uses it; idempotent. A ``postgresql_*`` keyword loads the
-    PostgreSQL dialect's modules to validate it (~45-80 ms, ``-X importtime``), so the
+    PostgreSQL dialect's modules to validate it (slow: ``-X importtime``), so the
     models leave it out and a SQLite server never pays for them. The schema itself comes
     from the migrations (0007 makes the index partial on both databases); this keeps
     ``create_all`` and autogenerate comparisons equal to them."""
@@ -156,6 +156,8 @@ class SessionRecord(Base):
     branch: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # ``Workspace.merged`` (API.md, Review): {commit, into, at} of the last merge.
+    merged: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     # The agent's controls as last known, and the mode/config values kept for resumption.
     controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
@@ -186,7 +188,7 @@ class Message(Base):
         # start-up recovery: every session's elicitations without a scan (0007)
         # partial; on PostgreSQL too, once postgresql_options() has run
         Index("ix_messages_elicitation", "session_id", "seq", sqlite_where=text(_ELICITATION)),
-        # start-up recovery: the client tool calls a dead server left pending (0011)
+        # start-up recovery: the client tool calls a dead server left pending (0012)
         Index("ix_messages_client_tool", "session_id", "seq", sqlite_where=text(_CLIENT_TOOL)),
     )
 

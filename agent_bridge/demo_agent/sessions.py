@@ -47,6 +47,9 @@ class Session:
     mcp_servers: list[Any] = field(default_factory=list)
     """The mcpServers of session/new or load (client-tools is reached through them)."""
     """Its mode and model (not kept on disk: a loaded session starts at the defaults)."""
+    always_allowed: set[str] = field(default_factory=set)
+    """Tool kinds the person chose "Always allow" for: not asked again in this session
+    (as ACP's ``allow_always`` asks of an agent; not kept on disk either)."""
 
     def prompts(self) -> list[str]:
         return [entry["text"] for entry in self.entries if entry["role"] == "user"]

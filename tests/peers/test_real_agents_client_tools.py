@@ -41,7 +41,7 @@ async def test_a_real_agent_lists_the_client_tools(
     async with serving(make_settings, **env) as served:
         session = await new_session(served, agentId=name, clientTools=[PICK])
         assert "client-tools" in session["controls"]["mcpServers"], session["controls"]
-        host = served.state.hub.live[session["id"]].client_tools
+        host = served.state.sessions.registry[session["id"]].client_tools
         assert host.offered
         with anyio.move_on_after(20):  # some connect at session/new, others at a prompt
             while host.lists == 0:  # noqa: ASYNC110 - the agent's request is the event

@@ -212,7 +212,7 @@ async def test_create_takes_client_tools_and_offers_the_agent_its_server(
         assert_error(bad, 422, "validation_error")
         session = await new_session(served, clientTools=[PICK])
         assert "client-tools" in session["controls"]["mcpServers"]
-        live = served.state.hub.live[session["id"]]
+        live = served.state.sessions.registry[session["id"]]
         offered = [s for s in live.client.mcp_servers if s["name"] == "client-tools"]
         assert len(offered) == 1 and offered[0]["type"] == "http"  # type: ignore[typeddict-item]
         server = dict(offered[0])
@@ -223,7 +223,7 @@ async def test_create_takes_client_tools_and_offers_the_agent_its_server(
 
         plain = await new_session(served)  # no tools: no server, nothing changes
         assert "client-tools" not in plain["controls"]["mcpServers"]
-        assert not served.state.hub.live[plain["id"]].client_tools.offered
+        assert not served.state.sessions.registry[plain["id"]].client_tools.offered
 
 
 async def test_an_agent_without_http_mcp_is_not_offered_them(serve: Callable[..., Any]) -> None:
@@ -265,7 +265,7 @@ async def test_the_mcp_endpoint_speaks_streamable_http(serve: Callable[..., Any]
     async with serve() as served:
         session = await new_session(served, clientTools=[PICK])
         sid = session["id"]
-        secret = served.state.hub.live[sid].client_tools.secret
+        secret = served.state.sessions.registry[sid].client_tools.secret
         init = request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}})
 
         for wrong in ("", "nope", secret + "x"):
@@ -333,7 +333,7 @@ async def test_a_changed_set_is_announced_on_the_event_stream(serve: Callable[..
     async with serve() as served:
         session = await new_session(served, clientTools=[PICK])
         sid = session["id"]
-        secret = served.state.hub.live[sid].client_tools.secret
+        secret = served.state.sessions.registry[sid].client_tools.secret
         init = request("initialize", {"protocolVersion": LATEST_VERSION})
         mcp_session = (await mcp(served, sid, init, secret)).headers["mcp-session-id"]
         headers = {

@@ -9,12 +9,11 @@ from starlette.routing import Route
 
 from agent_bridge.jsontypes import JsonObject
 from server.mcp_host import ToolHost, mcp_route
-from server.sessions import client_tool_desk as desk
-from server.sessions.client_tools import answer_of, check_tools
+from server.sessions import Sessions
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import read_json, resource, session_id_param, uuid_param
-from server.web.state import AppState, app_state
+from server.web.state import app_state
 
 __all__ = ["client_tool_command", "routes"]
 
@@ -26,7 +25,7 @@ def _by(via: str) -> JsonObject:
 
 async def get_tools(request: Request) -> Response:
     state = app_state(request)
-    tools = await desk.get_tools(state.hub, session_id_param(request))
+    tools = await state.sessions.client_tools(session_id_param(request))
     return JSONResponse({"tools": tools})
 
 
@@ -37,7 +36,7 @@ async def put_tools(request: Request) -> Response:
     unknown = sorted(set(body) - {"tools"})
     if unknown:
         raise ApiError.validation(f"Unknown fields: {', '.join(unknown)}.")
-    tools = await desk.set_tools(state.hub, session_id, check_tools(body.get("tools")))
+    tools = await state.sessions.set_client_tools(session_id, body.get("tools"))
     return JSONResponse({"tools": tools})
 
 
@@ -46,30 +45,29 @@ async def answer(request: Request) -> Response:
     session_id = session_id_param(request)
     call_id = uuid_param(request, "call_id")
     body = await read_json(request, state.settings.max_body_bytes, allow_empty=True)
-    await _answer(state, session_id, call_id, body, "rest")
+    await _answer(state.sessions, session_id, call_id, body, "rest")
     return JSONResponse({"callId": call_id, "outcome": "answered"})
 
 
 async def _answer(
-    state: AppState, session_id: str, call_id: str, body: JsonObject, via: str
+    sessions: Sessions, session_id: str, call_id: str, body: JsonObject, via: str
 ) -> None:
     unknown = sorted(set(body) - {"result", "content", "isError", "callId", "type", "id"})
     if unknown:
         raise ApiError.validation(f"Unknown fields: {', '.join(unknown)}.")
-    given = answer_of(body, state.settings.max_client_tool_result_bytes)
-    await desk.answer_call(state.hub, session_id, call_id, given, _by(via))
+    await sessions.answer_client_tool(session_id, call_id, body, _by(via))
 
 
-async def client_tool_command(state: AppState, session_id: str, command: JsonObject) -> None:
+async def client_tool_command(sessions: Sessions, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``client_tool_result`` command."""
     call_id = command.get("callId")
     if not isinstance(call_id, str) or not call_id:
         raise ApiError.validation("callId is required (a string).", field="callId")
-    await _answer(state, session_id, call_id, command, "websocket")
+    await _answer(sessions, session_id, call_id, command, "websocket")
 
 
 def _find_host(request: Request, session_id: str) -> ToolHost | None:
-    return desk.find_host(app_state(request).hub, session_id)
+    return app_state(request).sessions.client_tool_host(session_id)
 
 
 routes = [

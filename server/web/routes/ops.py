@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import metrics
-from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
 from server.web.state import app_state

@@ -5,7 +5,7 @@
 import { clear, h } from "./dom.js";
 import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
-import { pageRoute } from "./pages.js";
+import { markNav, pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
 
 const sidebarRoot = document.getElementById("sidebar");
@@ -34,6 +34,7 @@ function welcome() {
 function route() {
   const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36}))?$/.exec(location.hash);
   const id = match ? match[1].toLowerCase() : null;
+  markNav(location.hash);
   if (!id && pageRoute(location.hash, mainRoot, () => { if (view) view.destroy(); view = null; sidebar.setCurrent(null); })) return;
   if (view && view.sessionId === id) {
     if (match[2]) revealRun(mainRoot, match[2].toLowerCase());

@@ -1,0 +1,297 @@
+"""The writes the session domain asks the writer for, as typed values. The writer runs
+each in the transaction that stores the messages submitted with it (after their insert),
+by calling it with that transaction's ``AsyncSession``; an op never commits.
+
+Each kind of write is one small frozen class here, so what a receipt will do to the
+database is data that can be read, compared and tested, not a closure. The hot path's
+tool-call ops (``ToolCallInsert``, ``ToolCallUpdate``) are ``store.hot_writes``'."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from store import attachments as attachment_store
+from store import messages as message_store
+from store import permissions as permission_store
+from store import runs as run_store
+from store import sessions as session_store
+from store.hot_batch import ToolCallInsert, ToolCallUpdate
+from store.jsontypes import JsonObject, JsonValue
+from store.models import Attachment, Run, SessionRecord
+
+__all__ = [
+    "CloseRun",
+    "CopyMessages",
+    "DecidePermission",
+    "DeleteSession",
+    "DropMessages",
+    "ImportSession",
+    "InsertPermission",
+    "InterruptRun",
+    "KeepAttachments",
+    "OpenRun",
+    "SetClientTools",
+    "SetMerged",
+    "SetStatus",
+    "SetTitle",
+    "StoreControls",
+    "WriteOp",
+]
+
+log = logging.getLogger("agent_sessions.history")
+
+
+@dataclass(frozen=True, slots=True)
+class SetTitle:
+    """The agent named its session (``session_info_update``)."""
+
+    session_id: str
+    title: str
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.update_session(db, self.session_id, title=self.title)
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatus:
+    """A status change (the session has no running run any more)."""
+
+    session_id: str
+    status: str
+    when: datetime
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.update_session(
+            db, self.session_id, status=self.status, updated_at=self.when, active_run_id=None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SetMerged:
+    """The session's branch went into another: ``{commit, into, at}`` of that merge, kept
+    as ``Workspace.merged`` (a later merge replaces it)."""
+
+    session_id: str
+    merged: JsonObject
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.update_session(db, self.session_id, merged=self.merged)
+
+
+@dataclass(frozen=True, slots=True)
+class SetClientTools:
+    """The client tools a session registered (API.md "Client tools"; None: none)."""
+
+    session_id: str
+    tools: JsonValue
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.update_session(db, self.session_id, client_tools=self.tools)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSession:
+    """A session refused after its agent started: it was never created."""
+
+    session_id: str
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.delete_session(db, self.session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreControls:
+    """The session's controls as they are when the op runs (``view()``), and the kept
+    choices (``agent_config``) as ``merge`` makes them from the stored ones (None: kept
+    as they are)."""
+
+    session_id: str
+    view: Callable[[], JsonObject]
+    merge: Callable[[object], JsonObject] | None = None
+
+    async def __call__(self, db: AsyncSession) -> None:
+        values: dict[str, Any] = {"controls": self.view()}
+        if self.merge is not None:
+            record = await session_store.get_session(db, self.session_id)
+            values["agent_config"] = self.merge(record.agent_config if record else None)
+        await session_store.update_session(db, self.session_id, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAttachments:
+    """A prompt's images and files, each kept once per session."""
+
+    attachments: Sequence[Attachment]
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await attachment_store.keep_attachments(db, self.attachments)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRun:
+    """A turn's run, now the session's active one (its context handed over)."""
+
+    run: Run
+
+    async def __call__(self, db: AsyncSession) -> None:
+        db.add(self.run)
+        await db.flush()
+        await session_store.update_session(
+            db, self.run.session_id, active_run_id=self.run.id, needs_context=False
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRun:
+    """A turn's end: the run's final columns; the session has no active run."""
+
+    session_id: str
+    run_id: str
+    values: dict[str, Any]
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await run_store.update_run(db, self.run_id, **self.values)
+        await session_store.update_session(db, self.session_id, active_run_id=None)
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptRun:
+    """Recovery: a run whose agent is gone ends ``interrupted``."""
+
+    session_id: str
+    run_id: str
+    when: datetime
+    duration_ms: int
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await run_store.update_run(
+            db,
+            self.run_id,
+            status="interrupted",
+            completed_at=self.when,
+            duration_ms=self.duration_ms,
+            error_message="the server stopped during this run",
+        )
+        await session_store.update_session(db, self.session_id, active_run_id=None)
+
+
+@dataclass(frozen=True, slots=True)
+class InsertPermission:
+    """A permission request the agent asked, not decided yet."""
+
+    request_id: str
+    session_id: str
+    run_id: str | None
+    tool_call_id: str | None
+    options: JsonValue
+    when: datetime
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await permission_store.insert_permission(
+            db,
+            self.request_id,
+            self.session_id,
+            self.run_id,
+            self.tool_call_id,
+            self.options,
+            self.when,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DecidePermission:
+    """A permission's outcome (unless one is recorded already)."""
+
+    request_id: str
+    outcome: JsonObject
+    when: datetime
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await permission_store.decide_permission(db, self.request_id, self.outcome, self.when)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyMessages:
+    """A fork's copied messages, its seqs from 1, and the controls and client tools it
+    inherits."""
+
+    session_id: str
+    rows: Sequence[message_store.MessageValues]
+    controls: JsonValue
+    agent_config: JsonValue
+    client_tools: JsonValue = None
+
+    async def __call__(self, db: AsyncSession) -> None:
+        if self.rows:
+            await message_store.insert_messages(db, self.rows)
+        await session_store.update_session(
+            db,
+            self.session_id,
+            last_seq=len(self.rows),
+            controls=self.controls,
+            agent_config=self.agent_config,
+            client_tools=self.client_tools,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DropMessages:
+    """A rewind: the messages after ``after`` up to ``upto`` are dropped (``announced``
+    of them, as its status message said), and the next prompt hands over the context."""
+
+    session_id: str
+    after: int
+    upto: int
+    announced: int
+
+    async def __call__(self, db: AsyncSession) -> None:
+        count = await message_store.drop_between(db, self.session_id, self.after, self.upto)
+        if count != self.announced:
+            log.warning(
+                "rewind dropped %d messages, announced %d",
+                count,
+                self.announced,
+                extra={"session_id": self.session_id},
+            )
+        await session_store.update_session(db, self.session_id, needs_context=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSession:
+    """An imported archive: the session and every message as it was."""
+
+    record: SessionRecord
+    rows: Sequence[message_store.MessageValues] = field(default_factory=list)
+
+    async def __call__(self, db: AsyncSession) -> None:
+        db.add(self.record)
+        await db.flush()
+        await message_store.insert_messages(db, self.rows)
+
+
+WriteOp = (
+    SetTitle
+    | SetStatus
+    | SetMerged
+    | SetClientTools
+    | DeleteSession
+    | StoreControls
+    | KeepAttachments
+    | OpenRun
+    | CloseRun
+    | InterruptRun
+    | InsertPermission
+    | DecidePermission
+    | CopyMessages
+    | DropMessages
+    | ImportSession
+    | ToolCallInsert
+    | ToolCallUpdate
+)
+"""Every kind of write the writer runs beside messages."""
