@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from server.app import create_app
 from server.mcp_host import LATEST_VERSION
 from server.settings import Settings
+from server.stream.writer import Draft
 from server.web.state import AppState
 from tests.conftest import LiveServer
 from tests.helpers import demo_command, messages, wait_for_message
@@ -514,6 +516,32 @@ def test_a_server_killed_mid_call_ends_it_server_restarted_when_it_starts_again(
             if m["content"]["callId"] == call_id
         ]
         assert [m["content"]["outcome"] for m in pending] == [None, "server_restarted"]
+
+
+async def test_a_takeover_ends_only_the_calls_of_the_sessions_taken_over(
+    serve: Callable[..., Any],
+) -> None:
+    """Another node died (lease takeover): the calls its sessions left waiting end
+    ``server_restarted``; a call of a session that was not taken over keeps waiting."""
+    async with serve() as served:
+        taken, kept = (await new_session(served))["id"], (await new_session(served))["id"]
+        writer = served.state.sessions.services.writer
+        for sid in (taken, kept):
+            asked = {
+                "type": "client_tool",
+                "callId": str(uuid.uuid4()),
+                "name": "pick",
+                "input": {"colour": "red"},
+                "result": None,
+                "isError": False,
+                "outcome": None,
+            }
+            await writer.submit(sid, [Draft("system", asked)]).wait()
+        await served.state.sessions.take_over({taken})
+        ended = await wait_for(served, taken, client_tool("server_restarted"))
+        assert ended["content"]["isError"] is True
+        outcomes = [m["content"]["outcome"] for m in await stored(served, kept, type="client_tool")]
+        assert outcomes == [None]
 
 
 async def test_two_answers_at_once_one_wins(serve: Callable[..., Any]) -> None:
