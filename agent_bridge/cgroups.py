@@ -115,6 +115,11 @@ class AgentCgroups:
         self.kind = ""
         self._node_key, self._name = _owner_key(owner)
 
+    @property
+    def name(self) -> str:
+        """This server process's directory name under ``agent-sessions`` (its owner)."""
+        return self._name
+
     def start(self) -> Path | None:
         """At start: sweep what a dead server left, then make this one's directory."""
         self.sweep_stale()

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import anyio
 
+from agent_bridge.limits import LimitCgroups, out_of_memory
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV, _stat
+from agent_bridge.sandbox import SandboxPolicy, bwrap_argv
 from agent_bridge.spawn import resolve_command, wrapped
 from agent_bridge.wrapper import join, kill_cgroup, remove_cgroup
 
@@ -173,6 +175,12 @@ class ProcessSpec:
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
     cgroup: Path | None = None  # the directory the agent's own cgroup is made in
+    sandbox: SandboxPolicy | None = None  # the wall it runs in (None: none)
+    limits: LimitCgroups | None = None  # its memory, pids and CPU limits (None: none)
+
+    def command(self) -> list[str]:
+        """What is executed: the agent's argv, inside its sandbox if it has one."""
+        return self.argv if self.sandbox is None else bwrap_argv(self.sandbox, self.argv)
 
 
 class AgentProcess:
@@ -184,12 +192,15 @@ class AgentProcess:
         protocol: _Protocol,
         cgroup: Path | None = None,
         joined: asyncio.Future[bool] | None = None,
+        limits: LimitCgroups | None = None,
     ) -> None:
         self._proc = proc
         self._protocol = protocol
         self.pid = proc.pid
         self.cgroup = None if cgroup is None else cgroup / str(proc.pid)
         self._joined = joined  # our move of the agent into its cgroup, done before cleanup
+        self.limits = limits
+        self.out_of_memory = False  # the OOM killer struck in its memory cgroup (once reaped)
         self.stdin = proc.stdin
         self.stdout = proc.stdout
         self.stderr = proc.stderr
@@ -204,7 +215,12 @@ class AgentProcess:
         cgroup = "" if spec.cgroup is None else str(spec.cgroup)
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(loop),
-            *wrapped(spec.argv, cgroup=cgroup, guard=True),
+            *wrapped(
+                spec.command(),
+                cgroup=cgroup,
+                guard=True,
+                limits="" if spec.limits is None else spec.limits.spec(),
+            ),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -216,10 +232,10 @@ class AgentProcess:
         _TRACKED.add(proc.pid)
         log.info("agent process started", extra={"event": "agent_spawned", "pid": proc.pid})
         if spec.cgroup is None:
-            return cls(proc, protocol)
+            return cls(proc, protocol, limits=spec.limits)
         # While the wrapper starts; it checks that it is in before its exec.
         joined = loop.run_in_executor(None, join, str(spec.cgroup / str(proc.pid)), proc.pid)
-        return cls(proc, protocol, spec.cgroup, joined)
+        return cls(proc, protocol, spec.cgroup, joined, spec.limits)
 
     async def exited(self) -> None:
         """Wait until the process itself has exited (its pipes may still be open)."""
@@ -292,4 +308,12 @@ class AgentProcess:
             await asyncio.shield(self._joined)  # a late mkdir would leave the cgroup behind
         if self.cgroup is not None:
             gone = await anyio.to_thread.run_sync(empty_cgroup, self.cgroup, timeout) and gone
+        if self.limits is not None:
+            self.out_of_memory = out_of_memory(self.limits.memory_dir(self.pid))
+            for directory in self.limits.agent_dirs(self.pid):
+                await anyio.to_thread.run_sync(empty_cgroup, directory, timeout)
         return gone
+
+    def terminal_limits(self) -> str:
+        """What a terminal of this agent passes the wrapper: its limit cgroups."""
+        return "" if self.limits is None else self.limits.terminal_spec(self.pid)

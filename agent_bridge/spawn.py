@@ -52,9 +52,12 @@ def wrapped(
     cgroup: str = "",
     own_cgroup: bool = True,
     guard: bool = False,
+    limits: str = "",
 ) -> list[str]:
     """The argv that runs ``argv`` through the wrapper, child of this process: in a new
     cgroup under ``cgroup`` (a directory; "" for none) or, without ``own_cgroup``, in
-    the existing cgroup ``cgroup`` itself; watched by a guard if ``guard``."""
-    flags = [str(os.getpid()), str(cwd_fd), cgroup, str(int(own_cgroup)), str(int(guard))]
+    the existing cgroup ``cgroup`` itself; watched by a guard if ``guard``; in the limit
+    cgroups ``limits`` names (``agent_bridge.limits``: lines of ``directory<TAB>file=value``,
+    made per agent with ``own_cgroup``, else joined as they are)."""
+    flags = [str(os.getpid()), str(cwd_fd), cgroup, str(int(own_cgroup)), str(int(guard)), limits]
     return [sys.executable, "-I", "-S", WRAPPER, *flags, *argv]

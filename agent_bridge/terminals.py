@@ -13,8 +13,10 @@ its agent exits. A session may hold at most ``max_terminals`` unreleased termina
 The working directory is opened once, checked by its real path (``/proc/self/fd``), and
 entered with ``fchdir`` in the child (by the exec wrapper of ``agent_bridge.spawn``), so
 a directory swapped for a symlink between the check and the start is never followed.
-This confines only where a command *starts*: the command runs with the server's user
-rights, like the agent. POSIX (Linux), asyncio only.
+Without a sandbox this confines only where a command *starts*: the command runs with the
+server's user rights, like the agent. With one (``sandbox``, its agent's policy) each
+command runs in a bubblewrap wall of its own built the same way (``agent_bridge.sandbox``).
+POSIX (Linux), asyncio only.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from agent_bridge import jsonrpc
 from agent_bridge.errors import RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from agent_bridge.process import OWNER_ENV, SESSION_ENV, track, untrack, wait_group_gone
+from agent_bridge.sandbox import SandboxPolicy, bwrap_argv
 from agent_bridge.spawn import resolve_command, wrapped
 from agent_bridge.terminal_output import OutputBuffer
 from agent_bridge.workspace import PathOutsideWorkspace, Workspace, WorkspaceError
@@ -166,6 +169,8 @@ class TerminalHost:
         self._ids = itertools.count(1)
         self._closed = False
         self.cgroup: Path | None = None  # its agent's cgroup, once the agent runs
+        self.sandbox: SandboxPolicy | None = None  # its agent's wall: each command gets one
+        self.limits = ""  # its agent's limit cgroups (agent_bridge.limits), for the wrapper
 
     @property
     def open_count(self) -> int:
@@ -207,12 +212,22 @@ class TerminalHost:
             buffer = OutputBuffer(limit)
             try:
                 resolve_command(argv, env, cwd_fd)
+                command = argv
+                if self.sandbox is not None:  # a wall of its own, as its agent's
+                    cwd = Path(os.readlink(f"/proc/self/fd/{cwd_fd}"))
+                    command = bwrap_argv(self.sandbox, argv, cwd=cwd)
                 # No preexec_fn: the exec wrapper sets the parent-death signal, joins the
                 # cgroup, enters the directory by its descriptor (agent_bridge.spawn).
                 cgroup = "" if self.cgroup is None else str(self.cgroup)
                 transport, protocol = await loop.subprocess_exec(
                     lambda: _Protocol(buffer),
-                    *wrapped(argv, cwd_fd=cwd_fd, cgroup=cgroup, own_cgroup=False),
+                    *wrapped(
+                        command,
+                        cwd_fd=cwd_fd,
+                        cgroup=cgroup,
+                        own_cgroup=False,
+                        limits=self.limits,
+                    ),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """The exec wrapper every agent and terminal is started through, and the guard it leaves
 behind. Standard library only: it runs as ``python -I -S wrapper.py SERVER CWD_FD CGROUP
-OWN GUARD COMMAND...`` (see ``agent_bridge.spawn``); the server imports its cgroup helpers.
+OWN GUARD LIMITS COMMAND...`` (see ``agent_bridge.spawn``); the server imports its cgroup helpers.
 
 The wrapper, a single-threaded interpreter that becomes the command:
 
@@ -17,6 +17,10 @@ The wrapper, a single-threaded interpreter that becomes the command:
    the command and all it starts; when that cgroup is gone (the agent ended, or never
    got in), the command runs without one, as with ``AGENT_CGROUPS=off``: a cgroup made
    again here would outlive its agent's guard;
+3b. with ``LIMITS`` (lines of ``directory<TAB>file=value...``, see
+   ``agent_bridge.limits``), joins one cgroup per line: with ``OWN`` 1 it makes
+   ``directory/<its pid>`` and writes the limits there first, with ``OWN`` 0 (a terminal)
+   it joins ``directory`` itself, its agent's;
 4. changes into the directory it was handed as an open descriptor (terminals: the
    directory was resolved inside the workspace, no path is looked up again);
 5. ``execvp``s the command. A command that cannot be run exits 127 with one line on
@@ -217,7 +221,7 @@ def main(argv: list[str]) -> None:
     if os.getppid() != server:
         os._exit(137)
     cwd_fd, base, own, guard = int(argv[2]), argv[3], argv[4] == "1", argv[5] == "1"
-    command = argv[6:]
+    limits, command = argv[6], argv[7:]
     agent = os.getpid()
     cgroup = os.path.join(base, str(agent)) if base and own else base
     if guard:
@@ -226,6 +230,18 @@ def main(argv: list[str]) -> None:
         _write(os.path.join(cgroup, "cgroup.procs"), str(agent))
     elif cgroup and agent not in cgroup_pids(cgroup):  # the server moves us too: see join
         join(cgroup, agent)
+    for entry in limits.split("\n") if limits else []:
+        directory, *files = entry.split("\t")
+        target = os.path.join(directory, str(agent)) if own else directory
+        if own:
+            try:
+                os.mkdir(target)
+            except OSError:
+                pass
+            for item in files:
+                name, _, value = item.partition("=")
+                _write(os.path.join(target, name), value)
+        _write(os.path.join(target, "cgroup.procs"), str(agent))
     if cwd_fd >= 0:
         os.fchdir(cwd_fd)
         os.close(cwd_fd)

@@ -178,7 +178,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
                 app.state.agent_sessions = AppState(
-                    settings, db, writer, broker, domain, agents, cluster
+                    settings, writer, broker, domain, agents, cluster
                 )
                 log.info("ready", extra={"event": "ready"})
                 try:

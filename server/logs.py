@@ -7,12 +7,16 @@ whatever ids the record or its context carries (session_id, run_id, …).
   record's own ``extra`` wins over the context.
 - ``setup_logging(level, fmt)``: one stderr handler on the root logger, so the server's
   records, uvicorn's and any library's come out in the same format, one line each.
+- ``redact(text)``: every line either formatter writes has its secrets masked: the value
+  of a ``token=`` (or ``access_token=``) query parameter, as uvicorn's access log writes a
+  WebSocket's URL, and a ``Bearer`` credential. API.md: no token reaches a log line.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +32,7 @@ __all__ = [
     "JsonFormatter",
     "TextFormatter",
     "log_context",
+    "redact",
     "setup_logging",
 ]
 
@@ -41,6 +46,21 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "taskName",
     "color_message",  # uvicorn's copy of the message with terminal colours
 }
+# A token as a query parameter (any case, also URL-encoded in a logged URL: %3D is "=")
+# up to the next separator, and a Bearer credential.
+_SECRET = re.compile(
+    r"(?i)((?:(?<![\w])|(?<=%3F)|(?<=%26))(?:access_)?token(?:=|%3D))[^&%\s\"'#;,)\]]+"
+    r"|(\bbearer\s+)[^\s\"',;]+"
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every token value replaced by ``[redacted]``."""
+    if "oken" not in text and "earer" not in text and "OKEN" not in text:
+        return text  # the common line: no regex
+    return _SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}[redacted]", text)
+
+
 # Loggers that get no handler of their own: their records reach the root handler.
 _PROPAGATED = ("agent_sessions", "uvicorn", "uvicorn.error", "uvicorn.access")
 
@@ -79,7 +99,7 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return orjson.dumps(entry, default=str).decode()
+        return redact(orjson.dumps(entry, default=str).decode())
 
 
 class TextFormatter(logging.Formatter):
@@ -100,7 +120,7 @@ class TextFormatter(logging.Formatter):
             parts.append(f"exception={self.formatException(record.exc_info)!r}")
         if record.stack_info:
             parts.append(f"stack={self.formatStack(record.stack_info)!r}")
-        return " ".join(parts).replace("\r", "\\r").replace("\n", "\\n")
+        return redact(" ".join(parts).replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def setup_logging(level: str, fmt: str) -> None:

@@ -45,6 +45,12 @@ PERMISSION_WAIT_SECONDS = Histogram(
     buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 300, 600),
 )
 REFUSED = Counter("agent_sessions_admission_refused", "Creates refused with 429", registry=REGISTRY)
+EGRESS_REFUSED = Counter(
+    "agent_sessions_egress_refused",
+    "Connections of sandboxed agents the egress proxy refused (AGENT_NETWORK=proxy)",
+    ["agent"],
+    registry=REGISTRY,
+)
 # Usage by agent (issue 15). Labels stay bounded: agent ids come from the server's agent
 # configuration; statuses, token kinds and ISO 4217-shaped currencies are closed sets.
 RUNS = Counter(

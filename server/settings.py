@@ -18,7 +18,17 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError
+
+from server.setting_values import (
+    async_database_url,
+    cores,
+    host_names,
+    host_patterns,
+    limit,
+    origins,
+    size,
+)
 
 __all__ = ["CLEANUP_SECONDS", "DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
 
@@ -89,42 +99,6 @@ def _optional_text(raw: str) -> str | None:
     return raw.strip() or None
 
 
-def _origins(raw: str) -> tuple[str, ...]:
-    """Origins as browsers send them: scheme://host[:port], nothing after it."""
-    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
-    for origin in origins:
-        try:
-            parts = urlsplit(origin)
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError:
-            parts = None
-        if (
-            parts is None
-            or parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.path
-            or parts.query
-            or parts.fragment
-            or parts.username is not None
-        ):
-            raise ValueError(f"{origin!r} is not an origin like https://example.com")
-    return origins
-
-
-def _database_url(raw: str) -> str:
-    """A SQLAlchemy URL with an async driver (the server only speaks asyncio)."""
-    value = raw.strip()
-    try:
-        dialect = make_url(value).get_dialect()
-    except (ArgumentError, NoSuchModuleError, ValueError):
-        raise ValueError(
-            "not a SQLAlchemy URL with a known driver, like sqlite+aiosqlite:///./data/agent-sessions.db"
-        ) from None
-    if not getattr(dialect, "is_async", False):
-        raise ValueError("needs an async driver: sqlite+aiosqlite:// or postgresql+asyncpg://")
-    return value
-
-
 def _shown(env: str, raw: str) -> str:
     """How a rejected value appears in the error: never a password or token."""
     if env == "DATABASE_URL":
@@ -152,28 +126,6 @@ def _command(raw: str) -> str:
     return raw.strip()
 
 
-def _hosts(raw: str) -> tuple[str, ...]:
-    """Comma-separated host names or addresses (no port; ``[::1]`` or ``::1``), or ``*``."""
-    hosts = []
-    for item in raw.split(","):
-        name = item.strip().lower()
-        if not name:
-            continue
-        if name != "*" and (
-            "/" in name or "@" in name or " " in name or (":" in name and not _is_ipv6(name))
-        ):
-            raise ValueError(f"{item.strip()!r} is not a host name or address (no port, no scheme)")
-        hosts.append(name.strip("[]"))
-    return tuple(hosts)
-
-
-def _is_ipv6(name: str) -> bool:
-    try:
-        return ipaddress.ip_address(name.strip("[]")).version == 6
-    except ValueError:
-        return False
-
-
 def _setting(
     env: str, parse: Callable[[str], Any], default: str, doc: str, *, secret: bool = False
 ) -> Any:
@@ -195,7 +147,7 @@ class Settings:
     )
     database_url: str = _setting(
         "DATABASE_URL",
-        _database_url,
+        async_database_url,
         "sqlite+aiosqlite:///./data/agent-sessions.db",
         "SQLAlchemy async URL",
     )
@@ -254,6 +206,18 @@ class Settings:
         "auto",
         "a cgroup per agent (auto: the first writable of v2, freezer, pids), or off",
     )
+    agent_sandbox: str = _setting(
+        "AGENT_SANDBOX", _choice("auto", "on", "off"), "auto", "bubblewrap around agents"
+    )
+    agent_network: str = _setting(
+        "AGENT_NETWORK", _choice("open", "none", "proxy"), "open", "sandboxed agents' network"
+    )
+    agent_network_allow: tuple[str, ...] = _setting(
+        "AGENT_NETWORK_ALLOW", host_patterns, "", "hosts the egress proxy lets through"
+    )
+    agent_memory_max: int | None = _setting("AGENT_MEMORY_MAX", size, "4G", "memory per agent")
+    agent_pids_max: int | None = _setting("AGENT_PIDS_MAX", limit(1), "1024", "processes per agent")
+    agent_cpu_max: float | None = _setting("AGENT_CPU_MAX", cores, "", "CPU cores per agent")
     max_prompt_bytes: int = _setting("MAX_PROMPT_BYTES", _int(1), "1048576", "prompt size limit")
     max_body_bytes: int = _setting("MAX_BODY_BYTES", _int(1), "2097152", "request body size limit")
     max_ws_message_bytes: int = _setting(
@@ -290,13 +254,13 @@ class Settings:
         "API_TOKEN", _optional_text, "", "bearer token required on /api and /ws", secret=True
     )
     allowed_origins: tuple[str, ...] = _setting(
-        "ALLOWED_ORIGINS", _origins, "", "extra origins allowed to open WebSockets"
+        "ALLOWED_ORIGINS", origins, "", "extra origins allowed to open WebSockets"
     )
     host: str = _setting("HOST", _text, "127.0.0.1", "listen address")
     port: int = _setting("PORT", _int(0, 65535), "8000", "listen port")
     allowed_hosts: tuple[str, ...] = _setting(
         "ALLOWED_HOSTS",
-        _hosts,
+        host_names,
         "",
         "Host header values accepted (default: loopback names and the listen address)",
     )

@@ -125,6 +125,13 @@ class Workspace(_Shape):
     merged: Merged | None
 
 
+class Sandbox(_Shape):
+    """API.md "Agent sandbox": whether the session's agent runs walled in, its network."""
+
+    enabled: bool
+    network: Literal["open", "none", "proxy"]
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -141,6 +148,7 @@ class Session(msgspec.Struct, rename="camel"):
     metadata: JsonObject
     workspace: Workspace
     controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
+    sandbox: Sandbox
 
 
 class Message(msgspec.Struct, rename="camel"):

@@ -264,15 +264,19 @@ class DropMessages:
 
 @dataclass(frozen=True, slots=True)
 class ImportSession:
-    """An imported archive: the session and every message as it was."""
+    """An imported archive: the session and every message as it was, and the images its
+    prompts carried (their raw frames hold the bytes), kept as the session's again."""
 
     record: SessionRecord
     rows: Sequence[message_store.MessageValues] = field(default_factory=list)
+    attachments: Sequence[Attachment] = ()
 
     async def __call__(self, db: AsyncSession) -> None:
         db.add(self.record)
         await db.flush()
         await message_store.insert_messages(db, self.rows)
+        if self.attachments:
+            await attachment_store.keep_attachments(db, self.attachments)
 
 
 WriteOp = (

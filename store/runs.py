@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +24,7 @@ __all__ = [
     "list_runs",
     "list_tool_calls",
     "resumed_by",
+    "running_runs",
     "runs_with_status",
     "session_of_run",
     "update_run",
@@ -48,15 +50,26 @@ async def get_run(db: AsyncSession, run_id: str) -> Run | None:
     return await db.get(Run, run_id)
 
 
+# What the BIGINT and double columns take; the domain checks an agent's numbers tighter
+# (server/sessions/live/agent_numbers.py); this is the last guard before the write.
+_BIGINT = 2**63 - 1
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    if isinstance(value, int) and abs(value) > _BIGINT:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _count(value: Any) -> int | None:
+    """A token count for its BIGINT column: a finite number in [0, 2^63-1], else None."""
     number = _number(value)
-    return None if number is None else int(number)
+    if number is None or number < 0 or number >= _BIGINT:
+        return None
+    return int(number)
 
 
 class ToolCallValues(TypedDict, total=False):
@@ -122,6 +135,12 @@ async def last_step(db: AsyncSession, run_id: str) -> int:
 
 async def runs_with_status(db: AsyncSession, status: str) -> Sequence[Run]:
     return (await db.execute(select(Run).where(Run.status == status))).scalars().all()
+
+
+async def running_runs(db: AsyncSession, session_id: str) -> Sequence[Run]:
+    """The session's runs still ``running``."""
+    query = select(Run).where(Run.session_id == session_id, Run.status == "running")
+    return (await db.execute(query)).scalars().all()
 
 
 async def list_runs(

@@ -230,9 +230,34 @@ def _empty(key: str) -> Bucket:
     }
 
 
-async def run_buckets(db: AsyncSession, query: StatsQuery, group_by: GroupBy) -> list[Bucket]:
+_HALF = 2**32
+_TOKENS = (Run.input_tokens, Run.output_tokens, Run.cached_tokens)
+
+
+def _token_sums(column: Any, wide: bool) -> list[ColumnElement[Any]]:
+    """The SUM of a token column or, ``wide``, the SUMs of its quotient and remainder by
+    2^32, which fewer than 2^31 runs cannot overflow (SQLite's SUM of integers raises
+    "integer overflow" past 2^63-1; the parts are added up exactly here)."""
+    if not wide:
+        return [func.sum(column)]
+    half = _sql(str(_HALF))
+    # the plain operator: integer division in both databases, truncating as % does
+    return [func.sum(column.op("/")(half)), func.sum(column % half)]
+
+
+def _tokens(values: list[Any], wide: bool) -> list[int]:
+    if not wide:
+        return [int(v or 0) for v in values]
+    pairs = zip(values[0::2], values[1::2], strict=True)
+    return [int(high or 0) * _HALF + int(low or 0) for high, low in pairs]
+
+
+async def run_buckets(
+    db: AsyncSession, query: StatsQuery, group_by: GroupBy, *, wide: bool = False
+) -> list[Bucket]:
     """One bucket per key present in the range, in key order. Two scans of the range: the
-    sums by (key, status, currency), added up here, and the percentiles by key."""
+    sums by (key, status, currency), added up here, and the percentiles by key. ``wide``:
+    token sums that do not overflow (store/stats_safe.py asks for them when one did)."""
     dialect = db.get_bind().dialect.name
     key = _key(dialect, group_by, query)
     sums = _where(
@@ -244,10 +269,8 @@ async def run_buckets(db: AsyncSession, query: StatsQuery, group_by: GroupBy) ->
             func.sum(Run.tool_call_count),
             func.sum(Run.tool_failure_count),
             func.sum(Run.duration_ms),
-            func.sum(Run.input_tokens),
-            func.sum(Run.output_tokens),
-            func.sum(Run.cached_tokens),
             func.sum(Run.cost_amount),
+            *(term for column in _TOKENS for term in _token_sums(column, wide)),
         ),
         query,
     ).group_by(key, Run.status, Run.cost_currency)
@@ -255,7 +278,9 @@ async def run_buckets(db: AsyncSession, query: StatsQuery, group_by: GroupBy) ->
     costs: dict[str, dict[str, float]] = {}
     for k, status, currency, runs, *rest in await db.execute(sums):
         bucket = buckets.setdefault(str(k), _empty(str(k)))
-        calls, failures, total, tin, tout, tcached = (int(v or 0) for v in rest[:6])
+        calls, failures, total = (int(v or 0) for v in rest[:3])
+        tin, tout, tcached = _tokens(rest[4:], wide)
+        rest = [*rest[:3], None, None, None, rest[3]]  # the cost's sum at its index, 6
         bucket["runs"] += int(runs)
         bucket["byStatus"][status] = bucket["byStatus"].get(status, 0) + int(runs)
         bucket["toolCalls"] += calls

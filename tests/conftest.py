@@ -156,6 +156,9 @@ def settings_env(tmp_path: Path, workspace_root: Path, **env: Any) -> dict[str, 
         "AGENT_STOP_GRACE": "0.5",
         "NODE_ID": "test-node",  # a restarted server is the same node (PostgreSQL leases)
         "AGENT_START_TIMEOUT": "20",
+        # The sandbox's own tests (tests/sandbox) and the peers turn it on; elsewhere
+        # agents run as before, so a host without bubblewrap runs the same suite.
+        "AGENT_SANDBOX": "off",
     }
     base.update({k: str(v) for k, v in env.items()})
     return base

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,6 +26,7 @@ SECTIONS = {
     "fanout",
     "store",
     "scale",
+    "sandbox",
     "meta",
     "targets",
     "problems",
@@ -60,6 +62,8 @@ def test_quick_bench_runs_and_reports_every_section(tmp_path: Path) -> None:
     ):
         assert figure in result.stdout, figure
     assert "raw sqlite3" in result.stdout and "bare broadcast" in result.stdout
+    if shutil.which("bwrap") is not None:
+        assert "sandbox: agent start" in result.stdout
 
     data = json.loads((tmp_path / "latest.json").read_text())
     assert SECTIONS <= set(data)

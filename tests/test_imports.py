@@ -171,11 +171,19 @@ LAYERS = {
     "server.stream": set(),
     "server.cluster": {"server.stream"},
     "server.mcp_host": set(),
-    "server.sessions": {"server.stream", "server.cluster", "server.mcp_host"},
+    "server.sandbox": set(),
+    "server.sessions": {"server.stream", "server.cluster", "server.sandbox", "server.mcp_host"},
     "server.web": {"server.sessions", "server.stream", "server.cluster", "server.mcp_host"},
     "server.cli.client": set(),
 }
-SHARED = {"server.settings", "server.logs", "server.metrics", "server.shapes", "server.contents"}
+SHARED = {
+    "server.settings",
+    "server.setting_values",
+    "server.logs",
+    "server.metrics",
+    "server.shapes",
+    "server.contents",
+}
 
 
 def layer_of(name: str) -> str | None:
@@ -490,13 +498,17 @@ def test_no_import_cycle_among_our_modules() -> None:
 
 def test_the_web_layer_sees_only_the_session_facade() -> None:
     """web/ imports ``server.sessions`` (the facade, the domain errors and shapes it
-    names), nothing deeper."""
+    names), nothing deeper, and never the store: the records it renders are the
+    domain's shapes, its reads go through the facade."""
     offenders = {
         f"{path.relative_to(ROOT)}: {name}"
         for path in sorted((ROOT / "server" / "web").rglob("*.py"))
         for name in imported(path)
-        if name.startswith("server.sessions.")
-        and name.rsplit(".", 1)[0] != "server.sessions"  # ``from server.sessions import X``
+        if top(name) == "store"
+        or (
+            name.startswith("server.sessions.")
+            and name.rsplit(".", 1)[0] != "server.sessions"  # ``from server.sessions import X``
+        )
     }
     assert offenders == set()
 

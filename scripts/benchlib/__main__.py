@@ -1,18 +1,21 @@
 """``python -m benchlib [--quick] [--out DIR]``: run the suite, print the table, write
-``latest.json`` and ``latest.md`` (with ``notes.md`` from the same folder appended)."""
+``latest.json`` and ``latest.md`` (with ``notes.md`` from the same folder appended).
+``--only startup`` runs the start-up phase alone and prints its figures (no files)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchlib.procs import ROOT
 from benchlib.report import table, write
-from benchlib.suite import FULL, QUICK, run_suite
+from benchlib.suite import FULL, QUICK, Context, Sizes, phase_startup, run_suite
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (logs, databases)"
     )
+    parser.add_argument(
+        "--only", choices=["startup"], help="run this phase alone; print its figures as JSON"
+    )
     args = parser.parse_args(argv)
     from server import malloc
 
@@ -40,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"==> [{time.monotonic() - started:5.1f} s] {text}", file=sys.stderr, flush=True)
 
     log(f"working in {workdir}")
+    if args.only == "startup":
+        return _startup_only(QUICK if args.quick else FULL, workdir, log)
     try:
         results = run_suite(QUICK if args.quick else FULL, workdir, log)
     except Exception:
@@ -53,6 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shutil.rmtree(workdir, ignore_errors=True)
     return 1 if results["problems"] or results["processes_left"] else 0
+
+
+def _startup_only(sizes: Sizes, workdir: Path, log: Any) -> int:
+    ctx = Context(sizes, workdir, log=log)
+    try:
+        result = phase_startup(ctx)
+    finally:
+        ctx.tracker.stop_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["ratio_bare"] = result["median_s"] / result["bare_median_s"]
+    result["ratio_stack"] = result["median_s"] / result["stack_median_s"]
+    print(json.dumps(result, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

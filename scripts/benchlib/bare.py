@@ -16,6 +16,12 @@
 
 ``python -m benchlib.bare http PORT``
     A minimal Starlette app on uvicorn answering ``/readyz``: the start-up limit.
+
+``python -m benchlib.bare stack PORT DATABASE``
+    The same app with the stack the server chose: it imports SQLAlchemy's asyncio ORM
+    and opens the SQLite file ``DATABASE`` (aiosqlite, a ``SELECT 1`` in its lifespan and
+    in ``/readyz``): the start-up limit fair to that stack (importing the ORM alone takes
+    longer than the bare app's whole start).
 """
 
 from __future__ import annotations
@@ -198,6 +204,47 @@ def http(port: int) -> None:
     )
 
 
+def stack(port: int, database: str) -> None:
+    from collections.abc import AsyncIterator
+    from contextlib import asynccontextmanager
+
+    import sqlalchemy.orm  # noqa: F401 - the ORM, as the server's models import it
+    import uvicorn
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    engine = create_async_engine(f"sqlite+aiosqlite:///{database}")
+    sessions = async_sessionmaker(engine, class_=AsyncSession)
+
+    async def ping() -> None:
+        async with sessions() as db:
+            await db.execute(text("SELECT 1"))
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        await ping()
+        yield
+        await engine.dispose()
+
+    async def readyz(_request: Any) -> JSONResponse:
+        await ping()
+        return JSONResponse({"status": "ready"})
+
+    app = Starlette(routes=[Route("/readyz", readyz)], lifespan=lifespan)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_per_message_deflate=False,
+        access_log=False,
+    )
+
+
 def main() -> None:
     mode, *args = sys.argv[1:]
     if mode == "produce":
@@ -210,6 +257,8 @@ def main() -> None:
         asyncio.run(relay(int(args[0])))
     elif mode == "http":
         http(int(args[0]))
+    elif mode == "stack":
+        stack(int(args[0]), args[1])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -253,6 +253,7 @@ class Server:
             "AGENT_COMMAND": f"{sys.executable} -m agent_bridge.demo_agent",
             "API_TOKEN": "",
             "AGENTS_FILE": "",
+            "AGENT_SANDBOX": "off",  # its cost is measured on its own (benchlib.sandbox)
             **(env or {}),
         }
         started = time.perf_counter()

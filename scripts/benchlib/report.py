@@ -15,7 +15,7 @@ TARGET_TOOL_RAW = 0.7  # tool-update ingest ÷ raw sqlite3
 TARGET_P99_MS = {"1000": 5.0, "5000": 15.0}
 TARGET_FANOUT = {"1": 0.8, "100": 1.0}  # deliveries/s ÷ the bare broadcast
 TARGET_RSS_MB = 2.0
-TARGET_STARTUP_RATIO = 2.0  # start-up ÷ a bare uvicorn app's
+TARGET_STARTUP_RATIO = 1.3  # start-up ÷ a bare uvicorn app's with SQLAlchemy's asyncio ORM
 TARGET_PG_RAW = 0.5  # PostgreSQL text ingest ÷ raw asyncpg (only with BENCH_PG_URL)
 
 
@@ -110,12 +110,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             )
         )
     startup = r["startup"]
+    limit = startup.get("stack_median_s") or startup["bare_median_s"]  # older results
     out.append(
         {
             "target": f"start-up (schema current) ≤ {TARGET_STARTUP_RATIO:g} × bare uvicorn"
-            " (medians)",
-            "value": startup["median_s"] / startup["bare_median_s"],
-            "met": startup["median_s"] <= TARGET_STARTUP_RATIO * startup["bare_median_s"],
+            " with SQLAlchemy's asyncio ORM opening the database (medians)",
+            "value": startup["median_s"] / limit,
+            "met": startup["median_s"] <= TARGET_STARTUP_RATIO * limit,
         }
     )
     return out
@@ -224,6 +225,27 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f"agents {sc['agents_idle_cpu_percent']:.1f} % in all",
         )
     )
+    sb = r.get("sandbox", {})
+    if "start_added_ms" in sb:
+        out.append(
+            (
+                "sandbox: agent start, bubblewrap on vs off (ms, median)",
+                f"{sb['start_on_median_ms']:.0f}",
+                f"off {sb['start_off_median_ms']:.0f}",
+                f"+{sb['start_added_ms']:.0f} ms",
+                f"bubblewrap's processes {sb['sandbox_rss_mb']:.1f} MB RSS per agent",
+            )
+        )
+        wall = sb["wall_added_ms"]
+        out.append(
+            (
+                "sandbox: what the wall adds to a start, network open / none / proxy (ms)",
+                f"{wall['open']:.0f} / {wall['none']:.0f} / {wall['proxy']:.0f}",
+                "target 50",
+                "",
+                "",
+            )
+        )
     st = r["startup"]
     out.append(
         (
@@ -234,6 +256,16 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f"max {st['max_s']:.2f}",
         )
     )
+    if "stack_median_s" in st:
+        out.append(
+            (
+                "  against uvicorn + SQLAlchemy asyncio ORM opening the database",
+                f"{st['median_s']:.2f}",
+                f"bare stack {st['stack_median_s']:.2f}",
+                _x(st["median_s"], st["stack_median_s"]),
+                "the target's limit",
+            )
+        )
     if "first_median_s" in st:
         out.append(
             (

@@ -9,6 +9,7 @@ Each phase returns plain dicts (they become the JSON). Figures and how they are 
 - fan-out: V viewers in one client process; deliveries/s = V * N / (last receive at any
   viewer - the first stamp).
 - the bare relay gets the same jobs from the same client code.
+- sandbox: see ``benchlib.sandbox``.
 - scale: sessions created one after another (each waits for its agent's initialize and
   session/new); RSS from ``/proc/<pid>/status``; idle CPU over a few quiet seconds.
 """
@@ -34,6 +35,7 @@ from benchlib.procs import (
     rss_kib,
     wait_http_ok,
 )
+from benchlib.sandbox import phase_sandbox
 from benchlib.stats import median, summary
 
 __all__ = ["FULL", "QUICK", "Sizes", "run_suite"]
@@ -53,6 +55,7 @@ class Sizes:
     latency_seconds: float = 4.0
     fanout: tuple[tuple[int, int], ...] = ((1, 20_000), (10, 5_000), (100, 3_000))
     scale_sessions: int = 100
+    sandbox_runs: int = 10
     idle_seconds: float = 5.0
     job_timeout: float = 120.0
 
@@ -70,6 +73,7 @@ QUICK = Sizes(
     latency_seconds=0.3,
     fanout=((1, 200), (10, 50), (100, 10)),
     scale_sessions=3,
+    sandbox_runs=2,
     idle_seconds=0.5,
     job_timeout=60.0,
 )
@@ -222,8 +226,10 @@ def _flood(
 def phase_startup(ctx: Context) -> dict[str, Any]:
     """Process start → /readyz 200: a restart on a database whose schema is current (the
     plain start the target is about: no migrations run), the first start on a new file
-    (the migrations run), and a bare uvicorn app, interleaved."""
-    real, first, bare = [], [], []
+    (the migrations run), a bare uvicorn app, and the bare app with SQLAlchemy's asyncio
+    ORM opening that database (``bare stack``: the limit the target is measured
+    against), interleaved."""
+    real, first, bare, stack = [], [], [], []
     for n in range(ctx.sizes.startup_runs):
         server = Server.start(ctx.tracker, ctx.workdir / f"startup-{n}")
         first.append(server.startup_seconds)
@@ -243,7 +249,20 @@ def phase_startup(ctx: Context) -> dict[str, Any]:
             wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started
         )
         ctx.tracker.stop(process)
+        port = free_port()
+        started = time.perf_counter()
+        database = ctx.workdir / f"startup-{n}" / "db.sqlite"  # the server's, migrated
+        process = ctx.tracker.spawn(
+            [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)],
+            log=ctx.workdir / "bare-stack.log",
+        )
+        stack.append(
+            wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, timeout=60) - started
+        )
+        ctx.tracker.stop(process)
     return {
+        "stack_runs_s": stack,
+        "stack_median_s": median(stack),
         "runs_s": real,
         "median_s": median(real),
         "max_s": max(real),
@@ -471,6 +490,8 @@ def run_suite(sizes: Sizes, workdir: Path, log: Any = print) -> dict[str, Any]:
             ctx.tracker.stop(bare.process)
         phase(f"scale ({sizes.scale_sessions} sessions with live agents)")
         results["scale"] = phase_scale(ctx)
+        phase("agent sandbox (start and memory, bubblewrap on and off)")
+        results["sandbox"] = phase_sandbox(ctx.tracker, workdir, sizes.sandbox_runs)
         pg_url = os.environ.get("BENCH_PG_URL")
         if pg_url:
             from benchlib.pg import phase_pg

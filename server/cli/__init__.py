@@ -94,6 +94,11 @@ def serve(args: argparse.Namespace) -> None:
         ws="websockets-sansio",
         ws_per_message_deflate=False,
         ws_max_size=settings.max_prompt_frame_bytes,  # other frames: MAX_WS_MESSAGE_BYTES
+        # uvicorn's keepalive cut a slow viewer off with 1011 (its pong stuck behind the
+        # frames queued before the ping); server.web.ws_liveness checks viewers instead
+        # and lets them go with 4008
+        ws_ping_interval=None,
+        ws_ping_timeout=None,
         lifespan="on",
         access_log=False,
         log_config=None,  # setup_logging routes uvicorn's loggers through our handler

@@ -23,6 +23,15 @@ from server.sessions.facade import NewSession, Sessions
 from server.sessions.live.controls_state import empty_controls
 from server.sessions.workspaces.review import FileRead, LineComment
 
+# The stored records and filters the web renders and passes back: the domain's shapes,
+# named here so the web never imports the store.
+from store import Repo, Run, SessionRecord, ToolCall
+from store.message_row import MessageRow
+from store.messages import MessageFilter
+from store.runs import RunFilter
+from store.sessions import SessionFilter
+from store.stats import GroupBy, StatsQuery
+
 __all__ = [
     "DEFAULT_AGENT_ID",
     "ActiveRecently",
@@ -33,12 +42,22 @@ __all__ = [
     "FileRead",
     "Forbidden",
     "Invalid",
+    "GroupBy",
     "LimitReached",
     "LineComment",
+    "MessageFilter",
+    "MessageRow",
     "NewSession",
     "NotFound",
+    "Repo",
+    "Run",
+    "RunFilter",
+    "SessionFilter",
     "SessionNotActive",
+    "SessionRecord",
     "Sessions",
+    "StatsQuery",
+    "ToolCall",
     "TooLarge",
     "TurnInProgress",
     "Unavailable",

@@ -23,6 +23,7 @@ __all__ = [
     "SessionNotActive",
     "TooLarge",
     "TurnInProgress",
+    "SandboxUnavailable",
     "Unavailable",
 ]
 
@@ -113,3 +114,14 @@ class AgentStartFailed(DomainError):
 
 class Unavailable(DomainError):
     """Someone we depend on cannot serve now (shutting down, the owning node is away)."""
+
+
+class SandboxUnavailable(Unavailable):
+    """AGENT_SANDBOX=on and the agent cannot be walled in (API.md "Agent sandbox")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            "sandbox_unavailable",
+            f"AGENT_SANDBOX=on and the agent cannot be sandboxed: {reason}",
+            {"reason": reason},
+        )

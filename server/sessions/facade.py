@@ -23,10 +23,12 @@ from agent_bridge import AgentCgroups
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.cluster import Cluster
 from server.contents import ControlsView
+from server.sandbox import SandboxHost
 from server.sessions import answers
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
-from server.sessions.errors import SessionNotActive
+from server.sessions.catalog import Listing, Repos, Runs, Stats
+from server.sessions.errors import Conflict, SandboxUnavailable, SessionNotActive
 from server.sessions.history import archive
 from server.sessions.history import log as history
 from server.sessions.history.transcript import ChatEntry
@@ -49,7 +51,7 @@ from server.sessions.workspaces.tree import Entry
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
-from store import Database, SessionRecord
+from store import Database, Run, SessionRecord
 from store import repos as repo_store
 from store.models import Attachment
 from store.operations import DeleteSession, SetClientTools
@@ -90,10 +92,20 @@ class Sessions:
         self.supervisor = supervisor
         self.agents = agents
         self._rewinds = KeyedLocks()
+        # What is stored, as the web lists and shows it (one read transaction a call).
+        self.listing = Listing(services.db)
+        self.runs = Runs(services.db)
+        self.stats = Stats(services.db)
+        self.repos = Repos(services.db, self.remove_repo_worktrees)
 
     @property
     def shutting_down(self) -> bool:
         return self.supervisor.shutting_down
+
+    @property
+    def taking_sessions(self) -> bool:
+        """Whether sessions can be started (what /readyz reports)."""
+        return self.supervisor.taking_sessions
 
     def mcp_names(self, value: object) -> tuple[str, ...]:
         """``mcpServers`` of a create request: a list of defined names (else 422)."""
@@ -112,6 +124,7 @@ class Sessions:
         cannot be made ends the session in ``error``; an agent that cannot take its MCP
         servers or a requested control discards the session (it was never created)."""
         supervisor, services = self.supervisor, self.services
+        self._check_sandbox()  # before any row or slot: nothing to undo
         plan = await workspace_service.plan_session(
             services, new.repo_id, new.isolation, new.base_ref
         )
@@ -140,6 +153,25 @@ class Sessions:
                 await self._discard(live, "controls")
                 raise
         return await self.get(record.id)
+
+    def _check_sandbox(self) -> None:
+        """AGENT_SANDBOX=on and no working sandbox here: 503 ``sandbox_unavailable``."""
+        sandbox = self.services.sandbox
+        if sandbox is not None and (refused := sandbox.refusal()) is not None:
+            raise SandboxUnavailable(refused)
+
+    def sandbox_view(self) -> JsonObject:
+        """``{enabled, network}`` in force: every Session's ``sandbox`` and every agent's
+        in GET /api/agents (one wall for all; each agent's hosts are its own)."""
+        sandbox = self.services.sandbox
+        return {"enabled": False, "network": "open"} if sandbox is None else sandbox.view()
+
+    def sandbox_readiness(self) -> JsonObject:
+        """``{enabled, reason}`` for GET /readyz: why agents run without a sandbox."""
+        sandbox = self.services.sandbox
+        if sandbox is None:
+            return {"enabled": False, "reason": "not configured"}
+        return sandbox.readiness()
 
     async def _discard(self, live: LiveSession, why: str) -> None:
         """A create refused after its agent started: stop the agent, delete the session."""
@@ -200,6 +232,43 @@ class Sessions:
     def resuming(self, run_id: str) -> AbstractAsyncContextManager[None]:
         """Held while a run's resume is checked and started (one at a time per run)."""
         return self.registry.resuming(run_id)
+
+    async def resume(self, run: Run, text: str, max_steps: int) -> Run:
+        """Resume a paused or interrupted run with a new turn (one resume at a time per
+        run, and never past the cumulative step cap); the new run as accepted."""
+        if run.status not in ("paused", "interrupted"):
+            raise Conflict(
+                "run_not_paused",
+                f"The run is {run.status}; only paused or interrupted runs resume.",
+            )
+        async with self.resuming(run.id):
+            later, steps = await self.runs.resume_state(run)
+            if later is not None:
+                raise Conflict(
+                    "run_not_paused",
+                    f"The run was already resumed by run {later.id}; resume that one.",
+                    {"resumedBy": later.id},
+                )
+            cap = self.services.settings.max_total_steps_per_run
+            if steps >= cap:
+                raise Conflict(
+                    "step_limit_reached",
+                    f"The run has used {steps} of its {cap} cumulative steps.",
+                    {"limit": cap, "stepCount": steps},
+                )
+            new_id = await self.prompt(
+                run.session_id,
+                text,
+                max_steps=min(max_steps, cap - steps),
+                step_base=steps,
+                resumed_from=run.id,
+                parent_run_id=run.parent_run_id,
+            )
+        new_run = await self.runs.get(new_id)
+        # The run as accepted, at the step it starts from: its first tool calls may already
+        # be stored (the writer commits within a millisecond or two of them).
+        new_run.step_count = steps
+        return new_run
 
     async def cancel(self, session_id: str) -> None:
         record = await self.get(session_id)
@@ -375,6 +444,10 @@ class Sessions:
 
     # -- lifetime ----------------------------------------------------------------------
 
+    async def ping(self) -> None:
+        """The database answers (readiness)."""
+        await self.services.db.ping()
+
     @classmethod
     def build(
         cls,
@@ -387,18 +460,24 @@ class Sessions:
         clock: Callable[[], float] = time.monotonic,
     ) -> Sessions:
         """The domain's objects, each given what it uses: the services (with this server
-        process's agent cgroups), the registry, and the supervisor that owns the lives
-        of the live sessions in it."""
+        process's agent cgroups and the agents' sandbox), the registry, and the
+        supervisor that owns the lives of the live sessions in it."""
         owner, orphans = process_owner(database.url, cluster.node_id)
         cgroups = AgentCgroups(owner, settings.agent_cgroups)
-        services = Services(settings, database, writer, cluster, clock, cgroups)
+        sandbox = SandboxHost(settings, limit_name=cgroups.name)
+        services = Services(settings, database, writer, cluster, clock, cgroups, sandbox)
         registry = Registry()
         supervisor = Supervisor(services, registry, broker, agents, owner, orphans)
         return cls(services, registry, supervisor, agents)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The supervisor's tasks (idle sweep, write failures, orphans, live sessions)."""
-        await self.supervisor.run(task_status=task_status)
+        """The sandbox (decided, its egress proxy serving) before any agent starts, then
+        the supervisor's tasks (idle sweep, write failures, orphans, live sessions)."""
+        async with anyio.create_task_group() as tg:
+            if self.services.sandbox is not None:
+                await tg.start(self.services.sandbox.run)
+            await tg.start(self.supervisor.run)
+            task_status.started()
 
     async def take_over(self, session_ids: set[str]) -> None:
         """Sessions whose owner node died: their runs are interrupted here."""

@@ -8,12 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_bridge import AgentCgroups
 from server.cluster import Cluster
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.writer import Writer
 from store import Database
+
+if TYPE_CHECKING:
+    from server.sandbox import SandboxHost
 
 __all__ = ["CLEANUP_SECONDS", "Services"]
 
@@ -26,3 +30,4 @@ class Services:
     cluster: Cluster
     clock: Callable[[], float] = time.monotonic  # durations of turns and tool calls
     cgroups: AgentCgroups | None = None  # where agents' cgroups are made (none: None)
+    sandbox: SandboxHost | None = None  # the agents' walls (none: agents run without)

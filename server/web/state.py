@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from server.settings import Settings
     from server.stream.broker import Broker
     from server.stream.writer import Writer
-    from store import Database
 
 __all__ = ["AppState", "app_state"]
 
@@ -21,7 +20,6 @@ __all__ = ["AppState", "app_state"]
 @dataclass
 class AppState:
     settings: Settings
-    db: Database
     writer: Writer
     broker: Broker
     sessions: Sessions

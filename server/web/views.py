@@ -10,9 +10,8 @@ import msgspec
 from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.contents import as_json
-from server.sessions import empty_controls
+from server.sessions import Repo, Run, SessionRecord, ToolCall, empty_controls
 from server.stream.frames import iso, message_view
-from store import Repo, Run, SessionRecord, ToolCall
 
 __all__ = [
     "iso",
@@ -45,7 +44,8 @@ def repo_view(repo: Repo) -> JsonObject:
     return msgspec.to_builtins(repo_shape(repo))  # type: ignore[no-any-return]
 
 
-def session_view(session: SessionRecord, repo: Repo) -> JsonObject:
+def session_view(session: SessionRecord, repo: Repo, sandbox: JsonObject) -> JsonObject:
+    """``sandbox``: what is in force (``Sessions.sandbox_view``)."""
     forked = (
         shapes.ForkedFrom(session.forked_from_session_id, session.forked_from_seq or 0)
         if session.forked_from_session_id
@@ -67,6 +67,7 @@ def session_view(session: SessionRecord, repo: Repo) -> JsonObject:
         metadata=session.meta or {},
         workspace=workspace_shape(session, repo),
         controls=session.controls or as_json(empty_controls()),
+        sandbox=msgspec.convert(sandbox, shapes.Sandbox),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

@@ -34,7 +34,7 @@ def _backdate(client: TestClient, sid: str, minutes: float) -> None:
     state = client.app.state.agent_sessions
 
     async def write() -> None:
-        async with state.db.write() as db, db.begin():
+        async with state.sessions.services.db.write() as db, db.begin():
             when = datetime.now(UTC) - timedelta(minutes=minutes)
             await db.execute(
                 update(SessionRecord).where(SessionRecord.id == sid).values(last_activity_at=when)

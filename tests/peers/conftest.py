@@ -5,6 +5,7 @@
 - ``zed_agent_command``: AGENT_COMMAND for Zed's TypeScript example agent under tsx;
   skips when node/npm are missing.
 - ``chuk_echo_command``: AGENT_COMMAND for the echo agent bundled with chuk-acp.
+- ``make_settings``: the suite's, with ``AGENT_SANDBOX=on``.
 - ``sdk_agent_command``: AGENT_COMMAND for ``sdk_agent.py``, an agent built on the
   official Python SDK (agent-client-protocol).
 """
@@ -17,11 +18,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from server.settings import Settings, load_settings
+from tests.conftest import ROOT, settings_env
 
 PEERS = ROOT / ".peers"
 TSX = PEERS / "node_modules" / ".bin" / "tsx"
@@ -35,6 +39,21 @@ ZED_AGENT = (
     / "agent.ts"
 )
 INSTALL = ROOT / "scripts" / "install-peers"
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, workspace_root: Path) -> Callable[..., Settings]:
+    """As the suite's, with the agent sandbox on (where bubblewrap is installed): real
+    agents must work inside it."""
+    sandbox = "on" if shutil.which("bwrap") else "off"
+
+    def make(**env: Any) -> Settings:
+        return load_settings(
+            settings_env(tmp_path, workspace_root, **{"AGENT_SANDBOX": sandbox, **env}),
+            env_file=None,
+        )
+
+    return make
 
 
 @pytest.fixture(scope="session")
@@ -65,8 +84,12 @@ def chuk_echo_script(peers_installed: None) -> Path:
 
 @pytest.fixture
 def chuk_echo_command(chuk_echo_script: Path, tmp_path: Path) -> str:
-    # The echo agent logs (DEBUG) to $TMPDIR/echo_agent.log: keep that in the test's folder.
-    return shlex.join(["env", f"TMPDIR={tmp_path}", sys.executable, str(chuk_echo_script)])
+    # The echo agent logs (DEBUG) to $TMPDIR/echo_agent.log: keep that in the test's folder,
+    # in the agent's private home (the data directory's agent-homes/default), which its
+    # sandbox shows read-write.
+    home = tmp_path / "agent-homes" / "default"
+    home.mkdir(parents=True, exist_ok=True)
+    return shlex.join(["env", f"TMPDIR={home}", sys.executable, str(chuk_echo_script)])
 
 
 @pytest.fixture

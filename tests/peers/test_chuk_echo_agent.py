@@ -85,7 +85,7 @@ def test_echo_turns_then_complete(client: TestClient, demo_repo_id: str, tmp_pat
 
     # The polite stop sent session/cancel, and the agent answered that notification with an
     # error response carrying id "" (its own log says so): the session still ended cleanly.
-    agent_log = (tmp_path / "echo_agent.log").read_text()
+    agent_log = (tmp_path / "agent-homes" / "default" / "echo_agent.log").read_text()
     assert "Unknown method: session/cancel" in agent_log
     assert '"id": "", "error": {"code": -32603' in agent_log
 

@@ -52,6 +52,8 @@ def agent_table(name: str, home: Path) -> tuple[Path, str]:
         env |= {"GEMINI_API_KEY": "offline", "GOOGLE_GEMINI_BASE_URL": NOWHERE}
     lines = [f"[agents.{name}]", f"command = {json.dumps(str(exe) + args)}"]
     lines.append(f"env = {toml_table(env)}")
+    # Its HOME here is a folder of the test's: shown inside the sandbox (API.md).
+    lines.append(f"sandbox = {{write = [{json.dumps(str(home))}]}}")
     if auth:
         lines.append(f"authMethod = {json.dumps(auth)}")
     return exe, "\n".join(lines) + "\n"

@@ -162,7 +162,7 @@ def test_resume_is_refused_at_the_cumulative_cap(make_settings: Callable[..., An
 
 def set_step_count(client: TestClient, run_id: str, steps: int) -> None:
     """Move a run far along its chain without making hundreds of tool calls."""
-    database = client.app.state.agent_sessions.db  # type: ignore[attr-defined]
+    database = client.app.state.agent_sessions.sessions.services.db  # type: ignore[attr-defined]
 
     async def write() -> None:
         async with database.write() as db, db.begin():

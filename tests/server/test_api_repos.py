@@ -325,6 +325,7 @@ def test_agents_default_only(client: TestClient, settings: Settings) -> None:
                 "command": settings.agent_command,
                 "default": True,
                 "mcpServers": [],
+                "sandbox": {"enabled": False, "network": "open"},  # the suite's AGENT_SANDBOX=off
             }
         ]
     }

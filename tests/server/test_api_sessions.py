@@ -43,6 +43,7 @@ SESSION_KEYS = {
     "metadata",
     "workspace",
     "controls",
+    "sandbox",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 

@@ -24,7 +24,7 @@ PROMPTS = ('ünïcödé "quoted" \\ back\tslash\nline ☃ \U0001f600', "tools 3"
 def _orm_views(
     client: TestClient, session_id: str, where: message_store.MessageFilter, *, raw: bool
 ) -> list[dict[str, Any]]:
-    db = client.app.state.agent_sessions.db  # type: ignore[attr-defined]
+    db = client.app.state.agent_sessions.sessions.services.db  # type: ignore[attr-defined]
 
     async def read() -> list[dict[str, Any]]:
         async with db.read() as session:

@@ -50,6 +50,9 @@ def test_the_message_frame_has_the_message_fields_in_order() -> None:
     msgspec.convert(message_view(row, raw=True), shapes.Message)  # and it validates
 
 
+SANDBOX = {"enabled": True, "network": "proxy"}
+
+
 def test_the_views_encode_through_the_structs() -> None:
     repo = Repo(id=UUID, name="demo", path="/w/demo", is_git_repo=True, created_at=T0)
     session = SessionRecord(
@@ -84,13 +87,13 @@ def test_the_views_encode_through_the_structs() -> None:
         created_at=T0,
     )
     for view, struct in (
-        (session_view(session, repo), shapes.Session),
+        (session_view(session, repo, SANDBOX), shapes.Session),
         (run_view(run), shapes.Run),
         (tool_call_view(call), shapes.ToolCall),
     ):
         assert list(view) == wire_names(struct)
         msgspec.convert(view, struct)  # the JSON validates against its Struct
-    assert session_view(session, repo)["createdAt"] == "2026-01-01T12:00:00.123Z"
+    assert session_view(session, repo, SANDBOX)["createdAt"] == "2026-01-01T12:00:00.123Z"
 
 
 def test_the_request_bodies_are_the_structs() -> None:

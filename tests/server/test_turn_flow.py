@@ -108,13 +108,16 @@ def test_a_whole_turn_in_order(client: TestClient, demo_repo_id: str, workspace_
     assert (end["runId"], end["status"], end["stopReason"]) == (run_id, "completed", "end_turn")
     assert isinstance(end["durationMs"], int) and end["durationMs"] >= 0
 
-    # raw: the ACP frame for what came from one agent frame; null for what the server composed.
+    # raw: the ACP frame for what came from one agent frame; the user message keeps the
+    # session/prompt frame it became; null for what the server composed.
     for m in stored:
         c = m["content"]
-        composed = (
-            m["role"] == "user"
-            or c["type"] in ("run", "status")
-            or (c["type"] in ("text", "thought") and c["partial"] is False)
+        if m["role"] == "user":
+            assert m["raw"]["method"] == "session/prompt", m
+            assert m["raw"]["params"]["prompt"] == [{"type": "text", "text": c["text"]}], m
+            continue
+        composed = c["type"] in ("run", "status") or (
+            c["type"] in ("text", "thought") and c["partial"] is False
         )
         if composed:
             assert m["raw"] is None, m

@@ -30,6 +30,7 @@ from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Invalid, NotFound
+from server.sessions.history.prompt_frame import restore_attachments
 from server.sessions.records import get_record
 from server.sessions.services import Services
 from server.stream.frames import iso, row_view
@@ -296,6 +297,7 @@ async def import_archive(
     rows: list[MessageValues] = [
         {**row, "id": str(uuid.uuid4()), "session_id": record.id} for row in archive.rows
     ]
-    await services.writer.submit(None, (), [ImportSession(record, rows)]).wait()
+    images = restore_attachments(record.id, rows)
+    await services.writer.submit(None, (), [ImportSession(record, rows, images)]).wait()
     log.info("session imported", extra={"session_id": record.id, "messages": len(rows)})
     return await get_record(services.db, record.id)

@@ -18,7 +18,7 @@ from functools import partial
 from agent_bridge import AcpClient, AgentExited, ProtocolBroken, RpcError
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Change, ChangedBy, ControlsContent, ControlsView, as_json
-from server.sessions.errors import Conflict, DomainError, Invalid
+from server.sessions.errors import Conflict, DomainError, Invalid, NotFound
 from server.sessions.live.controls_state import Chosen, ControlsState, chosen_of
 from server.sessions.live.translate import Output
 from server.sessions.live.turn import Turn
@@ -210,7 +210,16 @@ class Controls:
         """``modeId`` and ``config`` of a create request, right after session/new. A choice
         the agent does not offer (422) makes the caller discard the session: it was never
         created."""
-        if mode_id is not None:
-            await self.set_mode(mode_id)
-        for config_id, value in config.items():
-            await self.set_config(config_id, value)
+        try:
+            if mode_id is not None:
+                await self.set_mode(mode_id)
+            for config_id, value in config.items():
+                await self.set_config(config_id, value)
+        except (NotFound, Conflict) as exc:
+            # A field of the create body, not the resource asked for (API.md: 422); PUT
+            # /config/{configId} keeps its 404 and PUT /mode its 409.
+            raise Invalid(exc.message, **exc.details, field=_field(exc)) from None
+
+
+def _field(exc: DomainError) -> str:
+    return "config" if isinstance(exc, NotFound) else "modeId"

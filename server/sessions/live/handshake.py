@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 import anyio
 
 from agent_bridge import AcpClient, AgentExited, AgentStartError, ProtocolBroken, RpcError
+from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.sessions.agents.config import AgentConfig
 from server.sessions.agents.mcp_servers import session_servers, transport_allowed
+from server.sessions.live.agent_memory import AgentRefused, memory_rebuilt, restore_or_new
 from server.sessions.live.client_tools import ClientToolHost
 from server.sessions.live.controls import Controls
 from server.sessions.services import Services
@@ -61,6 +63,7 @@ async def handshake(
     started_state = Started(needs_context)
     timeout, step = services.settings.agent_start_timeout, "initialize"
     started = time.perf_counter()
+    forgotten: JsonObject | None = None  # the agent's refusal to restore its session
     try:
         with anyio.fail_after(timeout):
             await client.initialize()
@@ -72,14 +75,13 @@ async def handshake(
             )
             client_tools.offer(client, controls.state)
             step = "session/new"
-            if restore.agent_session_id and client.can_load:
-                step = "session/load"
-                await client.load_session(restore.agent_session_id)
-                started_state.cost_seen = await last_cost(services.db, session_id)
-            elif restore.agent_session_id and client.can_resume:
-                step = "session/resume"
-                await client.resume_session(restore.agent_session_id)
-                started_state.cost_seen = await last_cost(services.db, session_id)
+            if restore.agent_session_id and (client.can_load or client.can_resume):
+                step = "session/load" if client.can_load else "session/resume"
+                forgotten = await restore_or_new(session_id, client, restore.agent_session_id)
+                if forgotten is None:
+                    started_state.cost_seen = await last_cost(services.db, session_id)
+                else:  # a new session of the agent's: it gets the stored transcript
+                    started_state.needs_context = True
             else:
                 await client.new_session()
                 started_state.needs_context = needs_context or restore.has_history
@@ -101,16 +103,7 @@ async def handshake(
         ) from None
     except RpcError as exc:
         conn = client.connection
-        hint = (
-            " (it requires authentication: set authMethod for this agent in AGENTS_FILE)"
-            if exc.code == -32000
-            else ""
-        )
-        raise AgentStartError(
-            f"the agent answered {step} with error {exc.code}: {exc.message}{hint}",
-            conn.exit_code,
-            conn.stderr_tail,
-        ) from None
+        raise AgentRefused(step, exc, conn.exit_code, conn.stderr_tail) from None
     await controls.after_start()  # the agent's controls; what the session kept, re-applied
     metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
@@ -121,6 +114,8 @@ async def handshake(
             needs_context=started_state.needs_context,
             controls=controls.state.view(),
         )
+    if forgotten is not None:
+        memory_rebuilt(session_id, client, services.writer, forgotten)
     return started_state
 
 

@@ -29,6 +29,8 @@ from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.logs import log_context
 from server.sessions.agents.config import AgentConfig
+from server.sessions.errors import SandboxUnavailable
+from server.sessions.live.agent_numbers import checked_cost
 from server.sessions.live.client_tools import ClientToolHost, tools_of
 from server.sessions.live.controls import Controls
 from server.sessions.live.controls_state import ControlsState
@@ -45,9 +47,12 @@ from server.stream.writer import Draft
 from store import SessionRecord
 from store.operations import SetTitle, WriteOp
 
-__all__ = ["LiveSession", "Restore"]
+__all__ = ["OUT_OF_MEMORY", "LiveSession", "Restore"]
 
 log = logging.getLogger("agent_sessions.session")
+# ``failure`` when its cgroup's OOM killer ended the agent (AGENT_MEMORY_MAX): the
+# supervisor records the crash with this reason.
+OUT_OF_MEMORY = "agent_out_of_memory"
 
 
 @dataclass
@@ -82,6 +87,7 @@ class LiveSession:
         self._stop: Stop | None = None
         # Set when the agent exited on its own (not stopped): how it ended.
         self.crashed = False
+        self.started = False  # the agent answered the handshake (the supervisor's to know)
         self.exit_code: int | None = None
         self.failure: str | None = None
         self.mcp_refused: list[str] = []  # http/sse MCP servers the agent cannot take
@@ -197,11 +203,24 @@ class LiveSession:
 
     async def _run(self, restore: Restore, task_status: TaskStatus[None]) -> None:
         settings = self.services.settings
+        argv = self.agent.argv(self.repo_path)
+        sandbox = self.services.sandbox  # its wall (server.sandbox); its commands get one too
+        if sandbox is not None and (refused := sandbox.refusal()) is not None:
+            raise SandboxUnavailable(refused)
+        mcp = [[m.command, *m.args] for m in self.agent.mcp_catalog.values() if m.command]
+        wall = (
+            None
+            if sandbox is None
+            else await sandbox.wall(self.id, self.agent_id, self.repo_path, [argv, *mcp], self.env)
+        )
+        self.terminals.sandbox = wall
         spec = ProcessSpec(
-            argv=self.agent.argv(self.repo_path),
+            argv=argv,
             cwd=self.repo_path,
             env=self.env,
             cgroup=None if self.services.cgroups is None else self.services.cgroups.base,
+            sandbox=wall,
+            limits=None if wall is None or sandbox is None else sandbox.limits,
         )
         crashed = False
         started = False
@@ -214,11 +233,12 @@ class LiveSession:
                 polite_stop=lambda _conn: self.client.close_session(),
             ) as conn:
                 self.terminals.cgroup = conn.process.cgroup  # its commands join the agent's
+                self.terminals.limits = conn.process.terminal_limits()
                 self.client.bind(conn)
                 metrics.AGENT_PROCESSES.inc()
                 try:
                     await self._handshake(restore)
-                    started = True
+                    started = self.started = True
                     task_status.started()
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
@@ -245,7 +265,11 @@ class LiveSession:
             if crashed:
                 self.crashed = True
                 self.exit_code, self.failure = conn.exit_code, conn.failure
+                if conn.process.out_of_memory:  # its cgroup's OOM killer: the cause
+                    self.failure = OUT_OF_MEMORY
         finally:
+            if sandbox is not None:
+                sandbox.close_egress(self.id)
             # The agent is gone: nobody waits for an answer to its questions any more.
             self.questions.cancel("session_ended" if self._stop is not None else "agent_exited")
             self.client_tools.close()
@@ -355,10 +379,9 @@ class LiveSession:
         outputs, control_ops = self.controls.from_agent(self.translator.translate(update, raw))
         kind = update.get("sessionUpdate")
         if kind == "usage_update":
-            cost = update.get("cost")
-            amount = cost.get("amount") if isinstance(cost, dict) else None
-            if isinstance(amount, int | float) and not isinstance(amount, bool):
-                self.cost_seen = float(amount)
+            cost = checked_cost(update.get("cost"))
+            if cost is not None:
+                self.cost_seen = cost["amount"]
             if turn is not None:
                 turn.note_cost(cost)
         staged, tool_ops = stage(outputs, turn)

@@ -18,6 +18,7 @@ from server.contents import (
     UsageContent,
     as_json,
 )
+from server.sessions.live.agent_numbers import checked_cost, count
 from server.sessions.live.controls_state import CONTROL_UPDATES, ControlsState
 from server.shapes import ToolStatus
 
@@ -152,9 +153,9 @@ class Translator:
         elif kind == "usage_update":
             usage: UsageContent = {
                 "type": "usage",
-                "used": update.get("used"),
-                "size": update.get("size"),
-                "cost": update.get("cost"),
+                "used": count(update.get("used")),  # checked: the raw frame keeps them
+                "size": count(update.get("size")),
+                "cost": checked_cost(update.get("cost")),
             }
             out.append(Output("system", usage, raw))
         else:

@@ -18,7 +18,9 @@ from agent_bridge.acp_types import ContentBlock
 from server import metrics
 from server.contents import RunContent, TextContent, as_json
 from server.sessions.errors import SessionNotActive, TurnInProgress
+from server.sessions.history.prompt_frame import prompt_frame
 from server.sessions.history.transcript import stored_preamble
+from server.sessions.live.agent_numbers import usage_report
 from server.sessions.live.client_tools import ClientToolHost
 from server.sessions.live.prompt_content import PromptContent
 from server.sessions.live.questions import Questions
@@ -99,6 +101,7 @@ class Turns:
         )
         blocks: list[ContentBlock] = content.blocks if content else [text_block(text)]
         user: TextContent = content.stored if content else {"type": "text", "text": text}
+        frame = prompt_frame(blocks)  # the user's prompt, before any preamble
         try:
             if self._live.needs_context:
                 preamble = await stored_preamble(self._live.services.db, self._live.id)
@@ -119,7 +122,7 @@ class Turns:
             )
 
             drafts = [
-                Draft("user", as_json(user), run_id=run_id, step_number=step_base),
+                Draft("user", as_json(user), frame, run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
             ops: list[WriteOp] = [OpenRun(run)]
@@ -159,7 +162,7 @@ class Turns:
         try:
             result = await self._live.client.prompt(blocks)
             stop_reason = str(result.get("stopReason") or "end_turn")
-            turn.usage = result.get("usage") if isinstance(result.get("usage"), dict) else None
+            turn.usage = usage_report(result.get("usage"), self._live.id)  # checked
             cancelled = stop_reason == "cancelled" or turn.cancel_requested
             status = "cancelled" if cancelled else "completed"
         except RpcError as exc:
@@ -212,6 +215,11 @@ class Turns:
                 self._live.id, drafts, [*ops, CloseRun(self._live.id, turn.run_id, values)]
             ).wait()
             metrics.observe_run(self._live.agent_id, status, turn.usage, turn.cost(), failures)
+        except Exception:  # noqa: BLE001 - the writer reported it: the session ends in error
+            # Raised on, it took the live session's task group down and the supervisor's
+            # with it: the server then refused every new session (503) while /healthz
+            # said ok.
+            log.exception("the run's end could not be stored", extra={"session_id": self._live.id})
         finally:
             self.current = None
             turn.done.set()

@@ -58,12 +58,19 @@ def start_error(exc: BaseException) -> AgentStartError | None:
 
 def start_failure_detail(exc: AgentStartError) -> JsonObject:
     """The ``details`` of a 502 agent_start_failed (and of the session's status message)."""
-    return {
+    detail: JsonObject = {
         "exitCode": exc.exit_code,
         "stderrTail": exc.stderr_tail,
         "stderr": exc.last_stderr_lines(),
         "message": exc.reason,
     }
+    agent_error = getattr(exc, "agent_error", None)  # the agent's own JSON-RPC error
+    if agent_error is not None:
+        detail["agentError"] = agent_error
+        forgotten = getattr(exc, "forgotten", None)
+        if forgotten is not None:
+            detail["refused"] = forgotten
+    return detail
 
 
 class KeyedLocks:

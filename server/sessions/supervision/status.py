@@ -10,6 +10,7 @@ from agent_bridge.jsontypes import JsonObject
 from server import metrics
 from server.contents import StatusContent, as_json
 from server.sessions.errors import AgentStartFailed
+from server.sessions.live.session import OUT_OF_MEMORY
 from server.sessions.services import Services
 from server.sessions.supervision.processes import start_failure_detail
 from server.stream.writer import Draft, Writer
@@ -18,6 +19,7 @@ from store import utcnow
 from store.operations import SetStatus
 
 __all__ = [
+    "OUT_OF_MEMORY",
     "log_active_count",
     "record_crash",
     "record_start_failure",
@@ -71,10 +73,13 @@ async def record_crash(
     stderr_tail: str,
     failure: str | None,
 ) -> None:
-    """The agent exited on its own: the session becomes ``error`` (``agent_exited``, or
-    ``agent_protocol_error`` when it broke the protocol)."""
+    """The agent exited on its own: the session becomes ``error`` (``agent_exited``,
+    ``agent_protocol_error`` when it broke the protocol, ``agent_out_of_memory`` when its
+    cgroup's OOM killer killed it)."""
     reason = "agent_protocol_error" if failure else "agent_exited"
     detail: JsonObject = {"exitCode": exit_code, "stderrTail": stderr_tail}
+    if failure == OUT_OF_MEMORY:
+        reason, failure = OUT_OF_MEMORY, "killed for memory (AGENT_MEMORY_MAX)"
     if failure:
         detail["message"] = failure
     log.warning(

@@ -35,10 +35,11 @@ from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision import status as state
 from server.sessions.supervision.admission import admit, checked_repo_path
 from server.sessions.supervision.idle import sweep_idle
+from server.sessions.supervision.open_runs import fail_open_runs, failed_session
 from server.sessions.supervision.processes import start_error
 from server.sessions.supervision.recovery import recover_sessions
 from server.sessions.supervision.registry import Registry
-from server.sessions.supervision.write_failure import WriteFailures
+from server.sessions.supervision.write_failure import WHY, WriteFailures
 from server.stream.broker import Broker
 from store import SessionRecord, utcnow
 from store import repos as repo_store
@@ -97,8 +98,16 @@ class Supervisor:
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
+    @property
+    def taking_sessions(self) -> bool:
+        """Whether sessions can be started (what /readyz reports)."""
+        tg = self._tg
+        return tg is not None and not self.shutting_down and not tg.cancel_scope.cancel_called
+
     def _agent_env(self, agent: AgentConfig) -> dict[str, str]:
-        return agent_environment(os.environ, agent.env, self.owner)
+        env = agent_environment(os.environ, agent.env, self.owner)
+        sandbox = self.services.sandbox  # inside its wall: a fixed list, its private home
+        return env if sandbox is None else sandbox.environment(agent, env)
 
     async def _log_active_count(self, change: str, session_id: str) -> None:
         await state.log_active_count(self.services, change, session_id)
@@ -140,6 +149,14 @@ class Supervisor:
         it detached, record a crash, forget it and release its lease."""
         try:
             await live.run(restore, task_status=task_status)
+        except Exception:
+            if not live.started:
+                raise  # to _start_live: the start failed
+            # One session's failure must not end the supervisor's task group (every
+            # session's).
+            log.exception("a live session failed", extra={"session_id": live.id})
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await failed_session(self.services, live.id)
         finally:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.orphans.sweep(lambda: set(self.registry) - {live.id})
@@ -266,7 +283,10 @@ class Supervisor:
         return await get_record(database, session_id)
 
     async def _end_failed(self, session_id: str, status: str, reason: str, run: str) -> None:
-        await self.end_session(session_id, status, reason, run_status=run)
+        try:
+            await self.end_session(session_id, status, reason, run_status=run)
+        finally:  # a run whose end was the write that failed is still ``running``
+            await fail_open_runs(self.services, session_id, WHY)
 
     async def reset_context(
         self, session_id: str, during: Callable[[], Awaitable[None]] | None = None

@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-__all__ = ["WriteFailures"]
+__all__ = ["WHY", "WriteFailures"]
 
 log = logging.getLogger("agent_sessions.sessions")
 
 REASON = "write_failed"
+WHY = "the run's messages could not be stored"
 
 
 class WriteFailures:

@@ -17,8 +17,21 @@ BASIC: dict[tuple[str, str], Schema] = {
         tag="operations",
     ),
     ("GET", "/readyz"): op(
-        "Readiness: the database answers",
-        {200: json_response("Ready.", closed(["status"], status={"const": "ready"}))},
+        "Readiness: the database answers; the agent sandbox in force",
+        {
+            200: json_response(
+                "Ready.",
+                closed(
+                    ["status", "sandbox"],
+                    status={"const": "ok"},
+                    sandbox=closed(
+                        ["enabled", "reason"],
+                        enabled={"type": "boolean"},
+                        reason={"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    ),
+                ),
+            )
+        },
         errors=[503],
         token=False,
         tag="operations",

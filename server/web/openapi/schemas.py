@@ -45,7 +45,8 @@ TOOL_STATUSES = list(shapes.TOOL_STATUSES)
 ROLES = list(shapes.ROLES)
 MESSAGE_TYPES = list(shapes.MESSAGE_TYPES)
 ISOLATIONS = list(shapes.ISOLATIONS)
-ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES, ISOLATIONS)
+NETWORKS = ["open", "none", "proxy"]
+ENUMS = (SESSION_STATUSES, RUN_STATUSES, TOOL_STATUSES, ROLES, MESSAGE_TYPES, ISOLATIONS, NETWORKS)
 
 
 def ref(name: str) -> Schema:
@@ -107,11 +108,13 @@ SCHEMAS: dict[str, Schema] = {
     ),
     "Repo": GENERATED["Repo"],
     "Agent": closed(
-        ["id", "command", "default"],
+        ["id", "command", "default", "sandbox"],
         id={"type": "string"},
         command={"type": "string"},
         default={"type": "boolean"},
+        sandbox=ref("Sandbox"),
     ),
+    "Sandbox": GENERATED["Sandbox"],
     "Session": GENERATED["Session"],
     "MessageContent": {
         **obj(["type"], type={"enum": MESSAGE_TYPES}),

@@ -18,11 +18,14 @@ async def healthz(_request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
+    state = app_state(request)
     try:
-        await app_state(request).db.ping()
+        await state.sessions.ping()
     except Exception:  # noqa: BLE001 - any failure means not ready
         return error_response(503, "not_ready", "The database does not answer.")
-    return JSONResponse({"status": "ready"})
+    if not state.sessions.taking_sessions:  # what POST /api/sessions would answer 503 for
+        return error_response(503, "not_ready", "The server is not taking sessions.")
+    return JSONResponse({"status": "ok", "sandbox": state.sessions.sandbox_readiness()})
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -32,8 +35,11 @@ async def metrics_endpoint(request: Request) -> Response:
 
 
 async def list_agents(request: Request) -> Response:
-    agents = app_state(request).agents
-    return JSONResponse({"agents": [a.view() for a in agents.values()]})
+    state = app_state(request)
+    sandbox = state.sessions.sandbox_view()  # the same wall for every agent; its hosts its own
+    return JSONResponse(
+        {"agents": [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]}
+    )
 
 
 async def list_mcp_servers(request: Request) -> Response:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import errno
 import logging
 import stat
-import uuid
 from pathlib import Path
 
-from sqlalchemy.exc import IntegrityError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,8 +18,6 @@ from server.web.jsonresp import JSONResponse
 from server.web.requests import resource, uuid_param
 from server.web.state import app_state
 from server.web.views import repo_view
-from store import Repo, utcnow
-from store import repos as repo_store
 
 log = logging.getLogger("agent_sessions.security")
 
@@ -59,69 +55,27 @@ def resolve_repo_path(root: Path, raw: str) -> Path:
     return path
 
 
-async def register_repo(request: Request, path: Path, name: str | None) -> Repo:
-    state = app_state(request)
-    repo = Repo(
-        id=str(uuid.uuid4()),
-        name=name or path.name,
-        path=str(path),
-        is_git_repo=(path / ".git").exists(),
-        created_at=utcnow(),
-    )
-    already = ApiError(
-        409, "repo_already_registered", "This directory is already registered.", {"path": str(path)}
-    )
-    try:
-        async with state.db.write() as db, db.begin():
-            if await repo_store.get_repo_by_path(db, str(path)) is not None:
-                raise already
-            await repo_store.add_repo(db, repo)
-    except IntegrityError:  # another node (or request) registered it between check and insert
-        raise already from None
-    return repo
-
-
 async def create_repo(request: Request) -> Response:
     state = app_state(request)
     body = await read_struct(request, shapes.RegisterRepo, state.settings.max_body_bytes)
     path = resolve_repo_path(state.settings.workspace_root, body.path)
-    repo = await register_repo(request, path, body.name)
+    repo = await state.sessions.repos.register(path, body.name)
     return JSONResponse(repo_view(repo), status_code=201)
 
 
 async def list_repos(request: Request) -> Response:
-    async with app_state(request).db.read() as db:
-        repos = await repo_store.list_repos(db)
+    repos = await app_state(request).sessions.repos.list()
     return JSONResponse({"repos": [repo_view(r) for r in repos]})
 
 
 async def get_repo(request: Request) -> Response:
-    repo_id = uuid_param(request, "repo_id")
-    async with app_state(request).db.read() as db:
-        repo = await repo_store.get_repo(db, repo_id)
-    if repo is None:
-        raise ApiError.not_found("repo", repo_id)
+    repo = await app_state(request).sessions.repos.get(uuid_param(request, "repo_id"))
     return JSONResponse(repo_view(repo))
 
 
 async def delete_repo(request: Request) -> Response:
     """Unregister; its finished sessions (and their logs) go with it."""
-    repo_id = uuid_param(request, "repo_id")
-    state = app_state(request)
-    async with state.db.read() as db:
-        repo = await repo_store.get_repo(db, repo_id)
-        busy = repo is not None and await repo_store.count_active_sessions_of_repo(db, repo_id)
-    if repo is not None and not busy:  # its sessions' worktrees and checkpoints go first
-        await state.sessions.remove_repo_worktrees(repo_id, Path(repo.path))
-    async with state.db.write() as db, db.begin():
-        repo = await repo_store.get_repo(db, repo_id)
-        if repo is None:
-            raise ApiError.not_found("repo", repo_id)
-        if await repo_store.count_active_sessions_of_repo(db, repo_id):
-            raise ApiError(
-                409, "repo_in_use", "The repository has active sessions; end them first."
-            )
-        await repo_store.delete_repo(db, repo)
+    await app_state(request).sessions.repos.delete(uuid_param(request, "repo_id"))
     return Response(status_code=204)
 
 

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
+from server.sessions import MessageFilter, Run, RunFilter
 from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.errors import ApiError
@@ -24,10 +25,6 @@ from server.web.requests import (
 )
 from server.web.state import app_state
 from server.web.views import message_view, run_view, tool_call_view
-from store import Run
-from store import messages as message_store
-from store import replay as replay_store
-from store import runs as run_store
 
 RUN_STATUSES = shapes.RUN_STATUSES
 TOOL_STATUSES = shapes.TOOL_STATUSES
@@ -67,18 +64,13 @@ def _opt_uuid(request: Request, name: str) -> str | None:
 
 
 async def _run(request: Request) -> Run:
-    run_id = uuid_param(request, "run_id")
-    async with app_state(request).db.read() as db:
-        run = await run_store.get_run(db, run_id)
-    if run is None:
-        raise ApiError.not_found("run", run_id)
-    return run
+    return await app_state(request).sessions.runs.get(uuid_param(request, "run_id"))
 
 
 async def list_runs(request: Request) -> Response:
     limit = query_int(request, "limit", 20, minimum=1, maximum=200)
     assert limit is not None
-    where = run_store.RunFilter(
+    where = RunFilter(
         session_id=_opt_uuid(request, "sessionId"),
         repo_id=_opt_uuid(request, "repoId"),
         agent_id=request.query_params.get("agentId") or None,
@@ -86,8 +78,7 @@ async def list_runs(request: Request) -> Response:
         statuses=query_list(request, "status", RUN_STATUSES),
     )
     before = time_id_cursor(request)
-    async with app_state(request).db.read() as db:
-        rows = await run_store.list_runs(db, where, limit=limit + 1, before=before)
+    rows = await app_state(request).sessions.runs.list(where, limit=limit + 1, before=before)
     more = len(rows) > limit
     rows = rows[:limit]
     last = rows[-1] if more and rows else None
@@ -105,11 +96,8 @@ async def run_messages(request: Request) -> Response:
     assert limit is not None
     after = _seq_cursor(request)
     partial = bool(query_bool(request, "partial"))
-    where = message_store.MessageFilter(
-        after=after, run_id=run.id, partial=None if partial else False
-    )
-    async with app_state(request).db.read() as db:
-        rows = await replay_store.view_rows(db, run.session_id, where, limit=limit + 1)
+    where = MessageFilter(after=after, run_id=run.id, partial=None if partial else False)
+    rows = await app_state(request).sessions.runs.messages(run, where, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     return JSONResponse(
@@ -122,11 +110,7 @@ async def run_messages(request: Request) -> Response:
 
 async def run_message(request: Request) -> Response:
     run = await _run(request)
-    message_id = uuid_param(request, "message_id")
-    async with app_state(request).db.read() as db:
-        message = await message_store.get_message(db, message_id)
-    if message is None or message.run_id != run.id:
-        raise ApiError.not_found("message", message_id)
+    message = await app_state(request).sessions.runs.message(run, uuid_param(request, "message_id"))
     return JSONResponse(message_view(message, raw=True))
 
 
@@ -137,15 +121,9 @@ async def tool_calls(request: Request) -> Response:
     after = _step_cursor(request)
     tool_name = request.query_params.get("toolName") or None
     statuses = query_list(request, "status", TOOL_STATUSES)
-    async with app_state(request).db.read() as db:
-        rows = await run_store.list_tool_calls(
-            db,
-            run.id,
-            tool_name=tool_name,
-            statuses=statuses,
-            limit=limit + 1,
-            after=after,
-        )
+    rows = await app_state(request).sessions.runs.tool_calls(
+        run, tool_name=tool_name, statuses=statuses, limit=limit + 1, after=after
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = encode_cursor(rows[-1].step_number, rows[-1].id) if more and rows else None
@@ -154,11 +132,7 @@ async def tool_calls(request: Request) -> Response:
 
 async def tool_call(request: Request) -> Response:
     run = await _run(request)
-    call_id = uuid_param(request, "call_id")
-    async with app_state(request).db.read() as db:
-        call = await run_store.get_tool_call(db, call_id)
-    if call is None or call.run_id != run.id:
-        raise ApiError.not_found("tool_call", call_id)
+    call = await app_state(request).sessions.runs.tool_call(run, uuid_param(request, "call_id"))
     return JSONResponse(tool_call_view(call))
 
 
@@ -170,47 +144,7 @@ async def resume(request: Request) -> Response:
     )
     max_steps = state.settings.agent_max_steps if body.max_steps is UNSET else body.max_steps
     text = body.text or "Continue where you left off."
-    if run.status not in ("paused", "interrupted"):
-        raise ApiError(
-            409,
-            "run_not_paused",
-            f"The run is {run.status}; only paused or interrupted runs resume.",
-        )
-    async with state.sessions.resuming(run.id):
-        async with state.db.read() as db:
-            later = await run_store.resumed_by(db, run.id)
-            # The run's own count, or its last booked step if the server died before it
-            # could close the run: the next step never reuses a number.
-            steps = max(run.step_count, await run_store.last_step(db, run.id))
-        if later is not None:
-            raise ApiError(
-                409,
-                "run_not_paused",
-                f"The run was already resumed by run {later.id}; resume that one.",
-                {"resumedBy": later.id},
-            )
-        cap = state.settings.max_total_steps_per_run
-        if steps >= cap:
-            raise ApiError(
-                409,
-                "step_limit_reached",
-                f"The run has used {steps} of its {cap} cumulative steps.",
-                {"limit": cap, "stepCount": steps},
-            )
-        new_id = await state.sessions.prompt(
-            run.session_id,
-            text,
-            max_steps=min(max_steps, cap - steps),
-            step_base=steps,
-            resumed_from=run.id,
-            parent_run_id=run.parent_run_id,
-        )
-    async with state.db.read() as db:
-        new_run = await run_store.get_run(db, new_id)
-    assert new_run is not None
-    # The run as accepted, at the step it starts from: its first tool calls may already
-    # be stored (the writer commits within a millisecond or two of them).
-    new_run.step_count = steps
+    new_run = await state.sessions.resume(run, text, max_steps)
     return JSONResponse(run_view(new_run), status_code=202)
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
-from server.sessions import NewSession
+from server.sessions import MessageFilter, NewSession, SessionFilter, SessionRecord
 from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
@@ -32,39 +31,17 @@ from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import session_view
-from store import SessionRecord
-from store import messages as message_store
-from store import replay as replay_store
-from store import repos as repo_store
-from store import sessions as session_store
 
 STATUSES = shapes.SESSION_STATUSES
 ROLES = shapes.ROLES
 TYPES = shapes.MESSAGE_TYPES
 
 
-async def session_json(
-    state: AppState, record: SessionRecord, *, messages: bool = False
-) -> dict[str, object]:
-    async with state.db.read() as db:
-        return await session_json_in(db, record, messages=messages)
-
-
-async def session_json_in(
-    db: AsyncSession, record: SessionRecord, *, messages: bool = False
-) -> dict[str, object]:
-    """``session_json`` in the caller's read transaction: a request reads in one, because
-    each read transaction through the ORM and aiosqlite costs a measurable share of a
-    request (bench/results/notes.md)."""
-    repo = await repo_store.get_repo(db, record.repo_id)
-    assert repo is not None
-    view = session_view(record, repo)
-    if messages:
-        rows = await replay_store.view_rows(
-            db, record.id, message_store.MessageFilter(partial=False), limit=None
-        )
-        view["messages"] = [row_view(row) for row in rows]
-    return view
+async def session_json(state: AppState, record: SessionRecord) -> dict[str, object]:
+    """A session the domain returned, with its repository."""
+    return session_view(
+        record, await state.sessions.listing.repo_of(record), state.sessions.sandbox_view()
+    )
 
 
 async def create_session(request: Request) -> Response:
@@ -105,25 +82,24 @@ async def list_sessions(request: Request) -> Response:
     repo_id = request.query_params.get("repoId") or None
     if repo_id:
         repo_id = check_uuid(repo_id, "repoId")
-    where = session_store.SessionFilter(
+    where = SessionFilter(
         repo_id=repo_id,
         agent_id=request.query_params.get("agentId") or None,
         statuses=query_list(request, "status", STATUSES),
     )
     before = time_id_cursor(request)
-    async with state.db.read() as db:
-        rows, total = await session_store.list_sessions(
-            db, where, limit=limit + 1, offset=offset, before=before
-        )
-        repos = {r.id: r for r in await repo_store.list_repos(db)}
+    rows, total, repos = await state.sessions.listing.sessions(
+        where, limit=limit + 1, offset=offset, before=before
+    )
     more = len(rows) > limit
     rows = rows[:limit]
+    sandbox = state.sessions.sandbox_view()
     next_cursor = (
         encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
     )
     return JSONResponse(
         {
-            "sessions": [session_view(r, repos[r.repo_id]) for r in rows],
+            "sessions": [session_view(r, repos[r.repo_id], sandbox) for r in rows],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -135,9 +111,9 @@ async def list_sessions(request: Request) -> Response:
 async def get_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    async with state.db.read() as db:
-        record = await state.sessions.get(session_id, db)
-        view = await session_json_in(db, record, messages=True)
+    page = await state.sessions.listing.session(session_id)
+    view = session_view(page.record, page.repo, state.sessions.sandbox_view())
+    view["messages"] = [row_view(row) for row in page.rows]
     return JSONResponse(view)
 
 
@@ -188,16 +164,14 @@ async def list_messages(request: Request) -> Response:
     assert after is not None and limit is not None
     partial = query_bool(request, "partial")
     raw = bool(query_bool(request, "raw"))
-    where = message_store.MessageFilter(
+    where = MessageFilter(
         after=after,
         since=shown_after(query_time(request, "since")),
         role=query_choice(request, "role", ROLES),
         type=query_choice(request, "type", TYPES),
         partial=False if partial is False else None,
     )
-    async with state.db.read() as db:
-        await state.sessions.get(session_id, db)  # 404 for an unknown session
-        rows = await replay_store.view_rows(db, session_id, where, limit=limit + 1, raw=raw)
+    rows = await state.sessions.listing.messages(session_id, where, limit=limit + 1, raw=raw)
     more = len(rows) > limit
     rows = rows[:limit]
     return JSONResponse(

@@ -10,13 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.sessions import GroupBy, StatsQuery
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
 from server.web.requests import check_uuid, query_choice, query_int
 from server.web.state import app_state
 from server.web.views import iso
-from store import stats as stats_store
-from store import stats_fast, tool_stats_fast
 
 GROUPINGS = ("day", "agent", "repo", "status")
 DEFAULT_DAYS = 30
@@ -56,7 +55,7 @@ def _instant(request: Request, name: str, tz: str) -> datetime | None:
     return value.astimezone(UTC)
 
 
-def stats_query(request: Request) -> stats_store.StatsQuery:
+def stats_query(request: Request) -> StatsQuery:
     tz = zone(request)
     end = _instant(request, "to", tz) or datetime.now(UTC)
     start = _instant(request, "from", tz) or end - timedelta(days=DEFAULT_DAYS)
@@ -67,7 +66,7 @@ def stats_query(request: Request) -> stats_store.StatsQuery:
     if end - start > timedelta(days=MAX_DAYS):
         raise ApiError.validation(f"The range may span at most {MAX_DAYS} days.", field="from")
     repo = request.query_params.get("repoId")
-    return stats_store.StatsQuery(
+    return StatsQuery(
         start=start,
         end=end,
         tz=tz,
@@ -83,7 +82,7 @@ StatsEcho = TypedDict(
 )
 
 
-def _echo(query: stats_store.StatsQuery) -> StatsEcho:
+def _echo(query: StatsQuery) -> StatsEcho:
     return {
         "from": iso(query.start),
         "to": iso(query.end),
@@ -94,10 +93,9 @@ def _echo(query: stats_store.StatsQuery) -> StatsEcho:
 
 
 async def stats(request: Request) -> Response:
-    group_by = cast(stats_store.GroupBy, query_choice(request, "groupBy", GROUPINGS) or "day")
+    group_by = cast(GroupBy, query_choice(request, "groupBy", GROUPINGS) or "day")
     query = stats_query(request)
-    async with app_state(request).db.read() as db:
-        buckets = await stats_fast.run_buckets(db, query, group_by)
+    buckets = await app_state(request).sessions.stats.buckets(query, group_by)
     return JSONResponse({**_echo(query), "groupBy": group_by, "buckets": buckets})
 
 
@@ -105,8 +103,7 @@ async def tools(request: Request) -> Response:
     limit = query_int(request, "limit", 50, minimum=1, maximum=500)
     assert limit is not None
     query = stats_query(request)
-    async with app_state(request).db.read() as db:
-        rows = await tool_stats_fast.tool_stats(db, query, limit=limit)
+    rows = await app_state(request).sessions.stats.tools(query, limit=limit)
     return JSONResponse({**_echo(query), "tools": rows})
 
 

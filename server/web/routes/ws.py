@@ -15,7 +15,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
-from server.sessions import DomainError, NotFound
+from server.sessions import DomainError, MessageRow, NotFound, SessionRecord
 from server.stream.frames import ack_frame, error_frame, stored_frame
 from server.web.bodies import decode
 from server.web.errors import ApiError
@@ -23,12 +23,10 @@ from server.web.jsonresp import dumps
 from server.web.routes.client_tools import client_tool_command
 from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
-from server.web.routes.sessions import session_json_in
 from server.web.state import AppState, app_state
+from server.web.views import session_view
+from server.web.ws_liveness import watch
 from server.web.ws_sender import FrameSender
-from store import SessionRecord
-from store import replay as replay_store
-from store.message_row import MessageRow
 
 log = logging.getLogger("agent_sessions.ws")
 
@@ -74,12 +72,21 @@ async def stream(websocket: WebSocket) -> None:
             )
         )
         sender = FrameSender(websocket, state.settings.ws_stall_seconds)
-        cursor = await _replay(sender, state, session_id, after, page)
-        await sender.send([b'{"type":"live"}'])
+        live = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_send_live, websocket, sender, sub, cursor, tg.cancel_scope)
-            await _receive_commands(websocket, sender, state, session_id)
-            tg.cancel_scope.cancel()
+            scope = tg.cancel_scope
+            tg.start_soon(_watch, sender, state.settings.ws_stall_seconds, scope)
+            # Read from the start, the replay too: a viewer that closes during it is
+            # noticed at once (its commands wait for the replay's end).
+            tg.start_soon(_receive, websocket, sender, state, session_id, live, scope)
+            try:
+                cursor = await _replay(sender, state, session_id, after, page)
+                await sender.send([b'{"type":"live"}'])
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                scope.cancel()
+                return
+            live.set()
+            await _send_live(websocket, sender, sub, cursor, scope)
     except WebSocketDisconnect:
         pass
     finally:
@@ -92,11 +99,12 @@ async def _first_reads(
 ) -> tuple[SessionRecord, dict[str, object], Sequence[MessageRow]]:
     """The session, its view for the hello and the first replay page, in one read
     transaction (one snapshot): a viewer's connect is mostly its reads."""
-    async with state.db.read() as db:
-        record = await state.sessions.get(session_id, db)
-        view = await session_json_in(db, record)
-        page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
-    return record, view, page
+    page = await state.sessions.listing.first_replay(session_id, after, limit=REPLAY_PAGE)
+    return (
+        page.record,
+        session_view(page.record, page.repo, state.sessions.sandbox_view()),
+        page.rows,
+    )
 
 
 def _uuid(raw: str) -> str:
@@ -120,8 +128,7 @@ async def _replay(
             cursor = page[-1].seq
         if len(page) < REPLAY_PAGE:
             return cursor
-        async with state.db.read() as db:
-            page = await replay_store.frame_rows(db, session_id, cursor, limit=REPLAY_PAGE)
+        page = await state.sessions.listing.replay(session_id, cursor, limit=REPLAY_PAGE)
 
 
 async def _send_live(
@@ -131,13 +138,13 @@ async def _send_live(
         while True:
             frames = await sub.wait_frames()
             if not frames:
+                if sub.overflowed:  # behind what it was sent, not waiting for the socket
+                    sender.let_go("too far behind; reconnect with after=<last seq>")
+                    if not sender.direct:  # another ASGI server: its own close
+                        await websocket.close(CLOSE_BEHIND, "too far behind")
+                    break
                 await sender.writable()  # a close waits for the socket too, bounded here
-                if sub.overflowed:
-                    await websocket.close(
-                        CLOSE_BEHIND, "too far behind; reconnect with after=<last seq>"
-                    )
-                else:
-                    await websocket.close(1001, "server shutting down")
+                await websocket.close(1001, "server shutting down")
                 break
             if frames[0][0] <= cursor:  # some were replayed already
                 frames = deque((seq, frame) for seq, frame in frames if seq > cursor)
@@ -149,8 +156,32 @@ async def _send_live(
     scope.cancel()
 
 
+async def _watch(sender: FrameSender, stall_seconds: float, scope: anyio.CancelScope) -> None:
+    if await watch(sender, stall_seconds):
+        scope.cancel()
+
+
+async def _receive(
+    websocket: WebSocket,
+    sender: FrameSender,
+    state: AppState,
+    session_id: str,
+    live: anyio.Event,
+    scope: anyio.CancelScope,
+) -> None:
+    try:
+        await _receive_commands(websocket, sender, state, session_id, live)
+    except WebSocketDisconnect:
+        pass
+    scope.cancel()
+
+
 async def _receive_commands(
-    websocket: WebSocket, sender: FrameSender, state: AppState, session_id: str
+    websocket: WebSocket,
+    sender: FrameSender,
+    state: AppState,
+    session_id: str,
+    live: anyio.Event,
 ) -> None:
     limit = state.settings.max_ws_message_bytes
     prompt_limit = state.settings.max_prompt_frame_bytes  # a prompt may carry an image
@@ -174,6 +205,7 @@ async def _receive_commands(
                 await sender.writable(within=CLOSE_SECONDS)
                 await websocket.close(1009, "message too big")
             return
+        await live.wait()  # a command is answered after the replay and the "live" frame
         reply = await _command(state, session_id, data)
         await sender.send([orjson.dumps(reply)])  # bounded, as every frame after the hello
 
