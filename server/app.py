@@ -33,6 +33,7 @@ from server.web.auth import AuthMiddleware
 from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
+    client_tools,
     controls,
     history,
     ops,
@@ -212,6 +213,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *history.routes,
         *sessions.routes,
         *controls.routes,
+        *client_tools.routes,
         *prompts.routes,
         *workspaces.routes,
         *review.routes,

@@ -105,7 +105,7 @@ class ControlsView(TypedDict):
     config: list[ConfigOption]
     commands: list[Command]
     promptCapabilities: PromptCapabilities
-    mcpServers: list[str]
+    mcpServers: list[str | JsonObject]  # JsonObject: client-tools, not offered
 
 
 # -- the stored user prompt's attachments (API.md "Prompt content") -------------------

@@ -202,6 +202,18 @@ class Settings:
         "600",
         "seconds before an unanswered permission is rejected",
     )
+    client_tool_timeout: float = _setting(
+        "CLIENT_TOOL_TIMEOUT",
+        _float(0.01),
+        "600",
+        "seconds before an unanswered client tool call is a tool error",
+    )
+    max_client_tool_result_bytes: int = _setting(
+        "MAX_CLIENT_TOOL_RESULT_BYTES",
+        _int(1),
+        "1048576",
+        "largest client tool answer (result and content as JSON)",
+    )
     agent_stop_grace: float = _setting(
         "AGENT_STOP_GRACE", _float(0.01), "5", "seconds between stop escalation steps"
     )

@@ -70,6 +70,7 @@ MessageType = Literal[
     "usage",
     "controls",
     "elicitation",
+    "client_tool",
     "review",
     "update",
 ]
@@ -252,6 +253,8 @@ class CreateSession(_Body):
     isolation: Annotated[Isolation, _invalid("isolation must be none or worktree.")] | None = None
     base_ref: NonBlank | None = None
     visibility: Annotated[Visibility, _invalid("visibility must be team or private.")] | None = None
+    # API.md "Client tools": the session's first set (checked as PUT checks it)
+    client_tools: list[JsonObject] | None = None
 
 
 class PromptBody(_Body):

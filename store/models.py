@@ -70,6 +70,7 @@ JsonType = _Json(none_as_null=True)
 
 
 _ELICITATION = "type = 'elicitation'"
+_CLIENT_TOOL = "type = 'client_tool'"
 
 
 def postgresql_options() -> None:
@@ -82,6 +83,8 @@ def postgresql_options() -> None:
     table = Base.metadata.tables["messages"]
     index = next(i for i in table.indexes if i.name == "ix_messages_elicitation")
     index.dialect_kwargs["postgresql_where"] = text(_ELICITATION)
+    index = next(i for i in table.indexes if i.name == "ix_messages_client_tool")
+    index.dialect_kwargs["postgresql_where"] = text(_CLIENT_TOOL)
 
 
 def utcnow() -> datetime:
@@ -167,6 +170,8 @@ class SessionRecord(Base):
     owner_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     owner_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
     visibility: Mapped[str] = mapped_column(String(16), default="team", server_default="team")
+    # The client tools the session registered (API.md "Client tools"), kept for restarts.
+    client_tools: Mapped[JsonValue | None] = mapped_column(JsonType, nullable=True)
 
 
 class Attachment(Base):
@@ -192,6 +197,8 @@ class Message(Base):
         # start-up recovery: every session's elicitations without a scan (0007)
         # partial; on PostgreSQL too, once postgresql_options() has run
         Index("ix_messages_elicitation", "session_id", "seq", sqlite_where=text(_ELICITATION)),
+        # start-up recovery: the client tool calls a dead server left pending (0012)
+        Index("ix_messages_client_tool", "session_id", "seq", sqlite_where=text(_CLIENT_TOOL)),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

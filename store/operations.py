@@ -36,6 +36,7 @@ __all__ = [
     "InterruptRun",
     "KeepAttachments",
     "OpenRun",
+    "SetClientTools",
     "SetMerged",
     "SetStatus",
     "SetTitle",
@@ -81,6 +82,17 @@ class SetMerged:
 
     async def __call__(self, db: AsyncSession) -> None:
         await session_store.update_session(db, self.session_id, merged=self.merged)
+
+
+@dataclass(frozen=True, slots=True)
+class SetClientTools:
+    """The client tools a session registered (API.md "Client tools"; None: none)."""
+
+    session_id: str
+    tools: JsonValue
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await session_store.update_session(db, self.session_id, client_tools=self.tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +218,14 @@ class DecidePermission:
 
 @dataclass(frozen=True, slots=True)
 class CopyMessages:
-    """A fork's copied messages, its seqs from 1, and the controls it inherits."""
+    """A fork's copied messages, its seqs from 1, and the controls and client tools it
+    inherits."""
 
     session_id: str
     rows: Sequence[message_store.MessageValues]
     controls: JsonValue
     agent_config: JsonValue
+    client_tools: JsonValue = None
 
     async def __call__(self, db: AsyncSession) -> None:
         if self.rows:
@@ -222,6 +236,7 @@ class CopyMessages:
             last_seq=len(self.rows),
             controls=self.controls,
             agent_config=self.agent_config,
+            client_tools=self.client_tools,
         )
 
 
@@ -268,6 +283,7 @@ WriteOp = (
     SetTitle
     | SetStatus
     | SetMerged
+    | SetClientTools
     | DeleteSession
     | StoreControls
     | KeepAttachments

@@ -170,9 +170,10 @@ def test_leaf_packages_import_cleanly_on_their_own(package: str) -> None:
 LAYERS = {
     "server.stream": set(),
     "server.cluster": {"server.stream"},
+    "server.mcp_host": set(),
     "server.sandbox": set(),
-    "server.sessions": {"server.stream", "server.cluster", "server.sandbox"},
-    "server.web": {"server.sessions", "server.stream", "server.cluster"},
+    "server.sessions": {"server.stream", "server.cluster", "server.sandbox", "server.mcp_host"},
+    "server.web": {"server.sessions", "server.stream", "server.cluster", "server.mcp_host"},
     "server.cli.client": set(),
 }
 SHARED = {

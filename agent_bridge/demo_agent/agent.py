@@ -182,6 +182,7 @@ class Agent:
                     "audio": False,
                     "embeddedContext": True,
                 },
+                "mcpCapabilities": {"http": not self.settings.no_http_mcp, "sse": False},
             },
             "authMethods": methods,
             "agentInfo": AGENT_INFO,
@@ -209,6 +210,7 @@ class Agent:
         if self.settings.error_new_session:
             raise RpcError(-32603, "demo failure")
         session = Session(str(uuid.uuid4()), cwd)
+        session.mcp_servers = list(params["mcpServers"])
         self.sessions[session.id] = session
         self.store.save(session)
         answer = {"sessionId": session.id, **self._controls_answer(session)}
@@ -227,6 +229,7 @@ class Agent:
         if session is None:
             raise RpcError(-32002, "Resource not found: no such session")
         self.sessions[session.id] = session
+        session.mcp_servers = list(params["mcpServers"])
         for entry in session.entries:
             kind = "user_message_chunk" if entry["role"] == "user" else "agent_message_chunk"
             update = {"sessionUpdate": kind, "content": text_block(entry["text"])}

@@ -24,14 +24,15 @@ PROBE_OPS = ("read", "write", "terminal")
 
 _WRITE = re.compile(r"(write|save)\s+(\S+)(?:\s+(.*))?", re.DOTALL)
 _ELICIT = re.compile(r"elicit\s+(\S+)(?:\s+(.*))?", re.DOTALL)
+_CLIENT_TOOL = re.compile(r"client-tool\s+(\S+)(?:\s+(.*))?", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Command:
     name: str = "default"
-    """default, write, save, elicit, ask-permission-bare, tools, slow, flood, history, crash, hang,
-    grandchildren, garbage, huge-line, endless-line, stderr-flood, probe, env-names,
-    terminal, terminal-start."""
+    """default, write, save, elicit, client-tool, client-tools, ask-permission-bare, tools,
+    slow, flood, history, crash, hang, grandchildren, garbage, huge-line, endless-line,
+    stderr-flood, probe, env-names, terminal, terminal-start."""
     count: int = 0
     path: str = ""
     content: str = ""
@@ -84,6 +85,10 @@ def parse_command(text: str) -> Command:
         return Command(match.group(1), path=match.group(2), content=match.group(3) or "")
     if match := _ELICIT.fullmatch(text.strip()):  # path: the mode; content: its argument
         return Command("elicit", path=match.group(1), content=match.group(2) or "")
+    if match := _CLIENT_TOOL.fullmatch(text.strip()):  # path: the tool; content: its input
+        return Command("client-tool", path=match.group(1), content=match.group(2) or "")
+    if text.strip() == "client-tools":
+        return Command("client-tools")
     if words and words[0] in ("probe", "probe-all", "terminal", "terminal-start"):
         rest = text.strip()[len(words[0]) :].strip()
         parsed = _parse_rest(words[0], rest)

@@ -18,6 +18,7 @@ _START_MODES = (
     "legacy-models",
     "no-controls",
     "no-images",
+    "no-http-mcp",
 )
 
 
@@ -43,6 +44,8 @@ class Settings:
     no_controls: bool = False
     """DEMO_AGENT_MODE no-controls: no modes, no config options (as older agents)."""
     no_images: bool = False
+    no_http_mcp: bool = False
+    """DEMO_AGENT_MODE no-http-mcp: mcpCapabilities.http false (no client tools offered)."""
     """DEMO_AGENT_MODE no-images: promptCapabilities.image false."""
     turn_mode: str | None = None
     """One of TURN_MODES: applied to every prompt."""
@@ -88,6 +91,7 @@ class Settings:
             legacy_models="legacy-models" in flags,
             no_controls="no-controls" in flags,
             no_images="no-images" in flags,
+            no_http_mcp="no-http-mcp" in flags,
             turn_mode=turn_mode,
         )
 

@@ -14,6 +14,7 @@ import stat
 from collections.abc import Awaitable, Callable
 
 from . import controls, elicit, flood, modes, probes
+from .client_tools import client_tool_body
 from .commands import Command
 from .turn import Turn, text_block
 from .wire import JsonObject, RemoteError
@@ -97,6 +98,13 @@ def _variant(command: Command) -> tuple[list[tuple[str, str]], Body]:
             return await elicit.elicit_body(turn, mode, argument)
 
         return [("Ask the person", "high"), ("Answer", "medium")], asking
+    if name in ("client-tool", "client-tools"):
+        tool = command.path if name == "client-tool" else None
+
+        async def calling(turn: Turn) -> list[str] | None:
+            return await client_tool_body(turn, tool, command.content)
+
+        return [("Ask the client", "high"), ("Answer", "medium")], calling
     if name == "ask-permission-bare":
         return [("Run a command", "high"), ("Answer", "medium")], _bare
     if name == "tools":

@@ -44,6 +44,8 @@ class Session:
     cancel_early: bool = False
     """A session/cancel came while a prompt was received but not started: cancel its turn."""
     controls: SessionControls = field(default_factory=SessionControls)
+    mcp_servers: list[Any] = field(default_factory=list)
+    """The mcpServers of session/new or load (client-tools is reached through them)."""
     """Its mode and model (not kept on disk: a loaded session starts at the defaults)."""
     always_allowed: set[str] = field(default_factory=set)
     """Tool kinds the person chose "Always allow" for: not asked again in this session

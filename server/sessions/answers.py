@@ -1,5 +1,5 @@
 """A person's answer to a question the agent asked (a permission request, an
-elicitation): the live session decides it while it waits; once it no longer
+elicitation, a client tool call): the live session decides it while it waits; once it no longer
 waits (answered, timed out, cancelled, the session ended or the server restarted) the
 store tells an answered request (409) from an unknown one (404)."""
 
@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from agent_bridge.jsontypes import JsonObject
+from server.sessions.live.client_tools import Answer, already_answered, call_not_found
 from server.sessions.live.elicitations import ELICITATION
 from server.sessions.live.pending import RequestKind
 from server.sessions.live.permissions import PERMISSION
@@ -18,10 +19,11 @@ from server.sessions.live.session import LiveSession
 from server.sessions.records import get_record
 from server.sessions.supervision.registry import Registry
 from store import Database
+from store import client_tools as call_store
 from store import messages as message_store
 from store import permissions as permission_store
 
-__all__ = ["answer_elicitation", "answer_permission"]
+__all__ = ["answer_client_tool", "answer_elicitation", "answer_permission"]
 
 
 async def _answer(
@@ -82,3 +84,23 @@ async def answer_elicitation(
 
     await _answer(database, registry, ELICITATION, session_id, request_id, decide, was_asked)
     return outcome
+
+
+async def answer_client_tool(
+    database: Database,
+    registry: Registry,
+    session_id: str,
+    call_id: str,
+    answer: Answer,
+    by: JsonObject,
+) -> None:
+    """A client's answer to a client tool call, by the same rules (its calls wait in
+    ``LiveSession.client_tools``, not among ``pending``)."""
+    await get_record(database, session_id)
+    live = registry.get(session_id)
+    if live is not None and call_id in live.client_tools.calls:
+        await live.client_tools.answer(call_id, answer, by).wait()
+        return
+    async with database.read() as db:
+        asked = await call_store.asked_call(db, session_id, call_id)
+    raise already_answered() if asked else call_not_found(call_id)

@@ -96,7 +96,8 @@ def test_every_reference_resolves_and_every_error_has_the_error_body() -> None:
             where = f"{method.upper()} {path}"
             statuses = set(operation["responses"])
             signing_in = path in ("/api/login", "/api/logout")  # open: they take the token
-            protected = path.startswith(("/api/", "/ws/", "/metrics")) and not signing_in
+            # /mcp: the secret made for an agent process, not the API token
+            protected = path.startswith(("/api/", "/ws/", "/metrics", "/mcp/")) and not signing_in
             assert (operation.get("security", doc["security"]) != []) is protected, where
             if not path.startswith("/ws/"):  # the stream refuses with close codes (4401)
                 assert ("401" in statuses) is (protected or path == "/api/login"), where
@@ -134,7 +135,10 @@ NOT_BUILT_YET: set[tuple[str, str]] = set()
 # - the WebSocket stream (/ws/sessions/{sessionId}): schemathesis speaks HTTP only, and a
 #   plain GET of it is a 404 (the route answers only upgrades). Its handshake refusals,
 #   frames and limits are tested in tests/security (token, origin, limits) and tests/server.
-EXCLUDED_PATHS = r"^/ws/"
+# - the MCP endpoint (/mcp/sessions/{sessionId}): its bearer is the secret made for one
+#   agent process, which schemathesis cannot hold, so every request is a 401; its
+#   transport is tested in tests/server/test_client_tools.py.
+EXCLUDED_PATHS = r"^/(ws|mcp)/"
 
 # Failures schemathesis finds in code this suite does not own, reported to its owners.
 # The run must find exactly these: a new failure fails the test, and so does a listed one
@@ -230,7 +234,10 @@ def test_schemathesis_finds_nothing_new(
     tested = {
         (label.split(" ", 1)[0], shape(label.split(" ", 1)[1])) for label in report["valid_rates"]
     }
-    assert tested == served_operations() - {("GET", "/ws/sessions/{}"), ("GET", "/openapi.json")}
+    mcp = {(m, "/mcp/sessions/{}") for m in ("GET", "POST", "DELETE")}
+    assert (
+        tested == served_operations() - {("GET", "/ws/sessions/{}"), ("GET", "/openapi.json")} - mcp
+    )
     assert report["operations"]["tested"] == len(tested)
     assert report["complete"] is True and report["operations"]["errored"] == 0
     # Every 500 in the server's log is the known one (an int past 2**63-1 reaching SQLite).

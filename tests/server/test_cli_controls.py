@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
+
 from tests.conftest import LiveServer
 from tests.test_cli import cli
 
@@ -62,3 +64,26 @@ def test_chat_answers_the_agents_questions(
     assert 'Elicitation answer: {"action": "accept"}' in out
     assert (workspace_root / "demo" / "chosen.txt").read_text() == "hello"
     assert not (workspace_root / "demo" / "other.txt").exists()
+
+
+def test_chat_answers_a_client_tool_call(live_server: Callable[..., LiveServer]) -> None:
+    server = live_server()
+    schema = {"type": "object", "properties": {"colour": {"type": "string"}}}
+    tools = [{"name": "pick", "description": "Pick a colour", "inputSchema": schema}]
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        repo_id = http.get("/api/repos").json()["repos"][0]["id"]
+        created = http.post("/api/sessions", json={"repoId": repo_id, "clientTools": tools})
+        assert created.status_code == 201, created.text
+    script = (
+        'client-tool pick {"colour": "red"}\nnot json\n{"picked": "red"}\n'
+        'client-tool pick {"colour": "green"}\n! the person closed it\n/quit\n'
+    )
+    chat = cli(server, "chat", "--resume", created.json()["id"], stdin=script)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "? the agent waits on a client: tool pick" in out
+    assert 'input: {"colour": "red"}' in out
+    assert "that is not JSON" in out
+    assert "client tool pick: answered" in out
+    assert 'pick answered: {"picked":"red"}' in out
+    assert "pick failed: the person closed it" in out

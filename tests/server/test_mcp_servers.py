@@ -169,7 +169,7 @@ def test_http_server_to_an_agent_that_takes_http(client: TestClient, agent_log: 
 
 
 @pytest.mark.parametrize(
-    ("agent", "servers"), [("plain", ["web"]), ("webby", ["events"]), ("default", ["web"])]
+    ("agent", "servers"), [("plain", ["web"]), ("webby", ["events"]), ("default", ["events"])]
 )
 def test_transport_the_agent_cannot_take_is_422(
     client: TestClient,

@@ -19,7 +19,7 @@ import anyio
 from server.cli.client.api import Api, CliError
 from server.cli.client.controls import Attachments
 from server.cli.client.controls import run_command as control_command
-from server.cli.client.questions import ask_elicitation
+from server.cli.client.questions import ask_client_tool, ask_elicitation
 from server.cli.client.wire import JsonObject
 from server.cli.client.workspace import run_command
 
@@ -258,6 +258,8 @@ class Chat:
             await self.on_permission(content)
         elif kind == "elicitation" and content.get("mode") in ("form", "url"):
             await self.on_elicitation(content)
+        elif kind == "client_tool":
+            await self.on_client_tool(content)
         elif kind == "run":
             self.on_run(content)
         elif kind == "status":
@@ -332,6 +334,15 @@ class Chat:
             self.line("  the agent asks a question; answer it in the client that prompted")
         else:
             await self.send(await ask_elicitation(content, self.read_line, self.line))
+
+    async def on_client_tool(self, content: JsonObject) -> None:
+        outcome = content.get("outcome")
+        if outcome is not None:
+            self.line(f"  client tool {content.get('name')}: {outcome}")
+        elif self.turn_done is None:
+            self.line("  the agent waits on a client tool; answer it in the client that prompted")
+        else:
+            await self.send(await ask_client_tool(content, self.read_line, self.line))
 
     def on_run(self, content: JsonObject) -> None:
         status = content.get("status")

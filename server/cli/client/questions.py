@@ -1,16 +1,21 @@
 """The agent's questions (``elicitation`` messages) in ``agent-sessions chat``: a form is
 asked field by field (its title, the default in brackets; Enter keeps the default or
 leaves an optional field out), a URL is shown to visit; ``!decline`` or ``!cancel`` at any
-prompt answers so. The answer goes as the WebSocket ``elicitation`` command."""
+prompt answers so. The answer goes as the WebSocket ``elicitation`` command.
+
+A client tool call (``client_tool`` messages) shows its tool and input and takes the
+result as JSON, or ``!`` and a message to answer it as an error (the WebSocket
+``client_tool_result`` command)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from server.cli.client.wire import JsonObject
 
-__all__ = ["ask_elicitation"]
+__all__ = ["ask_client_tool", "ask_elicitation"]
 
 Ask = Callable[[str], Awaitable[str | None]]
 Say = Callable[[str], None]
@@ -42,6 +47,23 @@ async def ask_elicitation(content: JsonObject, ask: Ask, say: Say) -> JsonObject
         if value is not None:
             values[name] = value
     return {**command, "action": "accept", "content": values}
+
+
+async def ask_client_tool(content: JsonObject, ask: Ask, say: Say) -> JsonObject:
+    """The ``client_tool_result`` command that answers the call ``content`` (an error
+    answer at end of input)."""
+    command: JsonObject = {"type": "client_tool_result", "callId": content["callId"]}
+    say(f"? the agent waits on a client: tool {content.get('name')}")
+    say("  input: " + json.dumps(content.get("input"), ensure_ascii=False))
+    while True:
+        answer = await ask("  result as JSON (or ! and a message to answer as an error): ")
+        if answer is None or answer.strip().startswith("!"):
+            text = (answer or "").strip()[1:].strip() or "The person gave no answer."
+            return {**command, "isError": True, "content": [{"type": "text", "text": text}]}
+        try:
+            return {**command, "result": json.loads(answer)}
+        except ValueError:
+            say('  that is not JSON (a text needs quotes: "like this")')
 
 
 def _action(answer: str | None) -> str:

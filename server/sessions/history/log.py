@@ -100,8 +100,10 @@ async def fork_session(
     )
     rows = [_copy_row(m, record.id, seq) for seq, m in enumerate(originals, start=1)]
     try:
-        # A fork inherits its parent's controls.
-        copy = CopyMessages(record.id, rows, source.controls, source.agent_config)
+        # A fork inherits its parent's controls and client tools.
+        copy = CopyMessages(
+            record.id, rows, source.controls, source.agent_config, source.client_tools
+        )
 
         # Through the writer's transaction queue, before anything else can write to
         # the new session; its seqs then continue after the copies.

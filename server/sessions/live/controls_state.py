@@ -170,7 +170,8 @@ class ControlsState:
         self.prompt_capabilities: PromptCapabilities = (
             {**stored} if stored else {"image": False, "audio": False, "embeddedContext": False}
         )
-        self.mcp_servers: list[str] = list(view.get("mcpServers") or [])
+        # names; and client-tools as {name, transport, offered: false} when not offered
+        self.mcp_servers: list[str | JsonObject] = list(view.get("mcpServers") or [])
         self.legacy_model = False
 
     def view(self) -> ControlsView:

@@ -16,6 +16,7 @@ from server import metrics
 from server.sessions.agents.config import AgentConfig
 from server.sessions.agents.mcp_servers import session_servers, transport_allowed
 from server.sessions.live.agent_memory import AgentRefused, memory_rebuilt, restore_or_new
+from server.sessions.live.client_tools import ClientToolHost
 from server.sessions.live.controls import Controls
 from server.sessions.services import Services
 from store import Database
@@ -53,6 +54,7 @@ async def handshake(
     services: Services,
     agent: AgentConfig,
     controls: Controls,
+    client_tools: ClientToolHost,
     restore: Restore,
     needs_context: bool,
 ) -> Started:
@@ -71,6 +73,7 @@ async def handshake(
             started_state.mcp_refused = choose_mcp_servers(
                 session_id, agent, client, controls, restore.mcp_servers
             )
+            client_tools.offer(client, controls.state)
             step = "session/new"
             if restore.agent_session_id and (client.can_load or client.can_resume):
                 step = "session/load" if client.can_load else "session/resume"
@@ -127,7 +130,8 @@ def choose_mcp_servers(
     ``http``/``sse`` one the agent cannot take is left out and named in what this returns
     (create refuses the session with it)."""
     state = controls.state
-    servers = session_servers(agent.mcp_catalog, agent.mcp_servers, [*state.mcp_servers, *added])
+    names = [n for n in state.mcp_servers if isinstance(n, str)]  # client-tools: its own
+    servers = session_servers(agent.mcp_catalog, agent.mcp_servers, [*names, *added])
     caps = client.agent_capabilities
     allowed = [s for s in servers if transport_allowed(s, caps)]
     refused = [s.name for s in servers if s not in allowed]

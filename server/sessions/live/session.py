@@ -1,6 +1,7 @@
 """A live session: one agent process and its handshake, and the members it has: its
 ``turns`` (``Turns``), its ``questions`` (permission requests and elicitations, one
-mechanism: ``Questions``) and its ``controls`` (``Controls``). It translates what the
+mechanism: ``Questions``), its ``client_tools`` (``ClientToolHost``: the calls of client
+tools, waiting by the same rules) and its ``controls`` (``Controls``). It translates what the
 agent sends into stored, published messages. It is given its services at construction
 and never sees the registry or the supervisor: the supervisor runs ``run`` and cleans
 up when it returns."""
@@ -30,6 +31,7 @@ from server.logs import log_context
 from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import SandboxUnavailable
 from server.sessions.live.agent_numbers import checked_cost
+from server.sessions.live.client_tools import ClientToolHost, tools_of
 from server.sessions.live.controls import Controls
 from server.sessions.live.controls_state import ControlsState
 from server.sessions.live.handshake import Restore, handshake
@@ -110,6 +112,15 @@ class LiveSession:
             self.translator,
             self._current_turn,
             self._pause,
+        )
+        # Client tool calls: questions too (first answer wins, timeout, cancel), asked
+        # over the MCP server this process is offered rather than over ACP.
+        self.client_tools = ClientToolHost(
+            self.id,
+            tools_of(record.client_tools),
+            services.writer,
+            services.settings,
+            self._current_turn,
         )
         self.controls = Controls(
             self.id,
@@ -261,6 +272,7 @@ class LiveSession:
                 sandbox.close_egress(self.id)
             # The agent is gone: nobody waits for an answer to its questions any more.
             self.questions.cancel("session_ended" if self._stop is not None else "agent_exited")
+            self.client_tools.close()
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.terminals.close()  # the agent is gone: so are its commands
             if not started:
@@ -273,6 +285,7 @@ class LiveSession:
             self.services,
             self.agent,
             self.controls,
+            self.client_tools,
             restore,
             self.needs_context,
         )

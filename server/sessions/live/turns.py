@@ -21,6 +21,7 @@ from server.sessions.errors import SessionNotActive, TurnInProgress
 from server.sessions.history.prompt_frame import prompt_frame
 from server.sessions.history.transcript import stored_preamble
 from server.sessions.live.agent_numbers import usage_report
+from server.sessions.live.client_tools import ClientToolHost
 from server.sessions.live.prompt_content import PromptContent
 from server.sessions.live.questions import Questions
 from server.sessions.live.staging import stage
@@ -49,6 +50,7 @@ class TurnHost(Protocol):
     translator: Translator
     client: AcpClient
     questions: Questions
+    client_tools: ClientToolHost  # its calls wait as questions do, and end with them
     needs_context: bool
     cost_seen: float
 
@@ -194,6 +196,7 @@ class Turns:
             state.fields["status"] = "cancelled"
             outputs.append(Output("system", state.content(call_id)))
         self._live.questions.cancel("turn_ended", turn.run_id)
+        self._live.client_tools.cancel(turn.run_id)
         duration = int((turn.clock() - turn.started) * 1000)
         drafts, ops = stage(outputs, turn)
         drafts.append(self._run_draft(turn, status, stop_reason, duration))
@@ -238,6 +241,7 @@ class Turns:
     async def cancel(self, turn: Turn) -> None:
         turn.cancel_requested = True
         self._live.questions.cancel("turn_cancelled")
+        self._live.client_tools.cancel()
         try:
             await self._live.client.cancel()
         except Exception:  # noqa: BLE001 - the agent may be gone already

@@ -1,6 +1,7 @@
 """Startup recovery and lease takeover: the runs of sessions whose agent is gone become
-``interrupted`` and their pending permissions and elicitations ``cancelled``, each with the
-messages that say so; the sessions stay active and restart their agent on the next prompt."""
+``interrupted``, their pending permissions and elicitations ``cancelled`` and their client
+tool calls ended ``server_restarted``, each with the messages that say so; the sessions
+stay active and restart their agent on the next prompt."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from server.contents import PermissionContent, RunContent, as_json
 from server.sessions.supervision.status import status_draft
 from server.stream.writer import Draft, Writer
 from store import Database, utcnow
+from store import client_tools as call_store
 from store import messages as message_store
 from store import permissions as permission_store
 from store import runs as run_store
@@ -34,23 +36,27 @@ async def recover_sessions(
         runs = list(await run_store.runs_with_status(db, "running"))
         pending = list(await permission_store.pending_permissions(db))
         elicitations = list(await message_store.pending_elicitations(db, None))
+        calls = await call_store.pending_calls(db, None)
     if only is None and cluster.enabled:
         everyone = (
             {r.session_id for r in runs}
             | {p.session_id for p in pending}
             | {m.session_id for m in elicitations}
+            | {m.session_id for m in calls}
         )
         only = {sid for sid in everyone if await cluster.owner_url(sid) is None}
     if only is not None:
         runs = [r for r in runs if r.session_id in only]
         pending = [p for p in pending if p.session_id in only]
         elicitations = [m for m in elicitations if m.session_id in only]
+        calls = [m for m in calls if m.session_id in only]
     async with database.read() as db:
         sessions = {
             sid: await session_store.get_session(db, sid)
             for sid in {r.session_id for r in runs}
             | {p.session_id for p in pending}
             | {m.session_id for m in elicitations}
+            | {m.session_id for m in calls}
         }
     for sid, record in sessions.items():
         if record is not None:
@@ -60,6 +66,9 @@ async def recover_sessions(
         cancelled["reason"] = "server_restarted"
         draft = Draft("system", cancelled, run_id=message.run_id)
         writer.submit(message.session_id, [draft], [])
+    for message in calls:  # their agent is gone with the server that asked
+        call = {**message.content, "outcome": "server_restarted", "isError": True, "by": None}
+        writer.submit(message.session_id, [Draft("system", call, run_id=message.run_id)], [])
     for permission in pending:
         outcome: PermissionOutcome = {"outcome": "cancelled"}
         content: PermissionContent = {
@@ -93,7 +102,7 @@ async def recover_sessions(
         writer.submit(run.session_id, drafts, [InterruptRun(run.session_id, run.id, now, duration)])
         metrics.observe_run(run.agent_id, "interrupted")
     await writer.submit(None).wait()
-    if runs or pending or elicitations:
+    if runs or pending or elicitations or calls:
         log.warning(
             "recovered after an unclean stop",
             extra={
@@ -101,5 +110,6 @@ async def recover_sessions(
                 "runs": len(runs),
                 "permissions": len(pending),
                 "elicitations": len(elicitations),
+                "client_tool_calls": len(calls),
             },
         )

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from server.web.access import OPERATIONS, Rule
 from server.web.jsonresp import JSONResponse
 from server.web.openapi.paths_basic import BASIC
+from server.web.openapi.paths_client_tools import client_tool_paths
 from server.web.openapi.paths_controls import control_paths
 from server.web.openapi.paths_mcp import mcp_paths
 from server.web.openapi.paths_review import review_paths
@@ -29,6 +30,7 @@ CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS
 CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and changes"
 CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
 CATALOGUE.update(mcp_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls", MCP servers
+CATALOGUE.update(client_tool_paths(CATALOGUE, SCHEMAS))  # API.md "Client tools"
 CATALOGUE.update(review_paths(CATALOGUE, SCHEMAS))  # API.md "Review"
 
 

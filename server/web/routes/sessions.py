@@ -54,6 +54,9 @@ async def create_session(request: Request) -> Response:
         checks={
             "config": check_config,
             "mcpServers": lambda value: list(state.sessions.mcp_names(value)),
+            "clientTools": lambda value: (
+                None if value is None else state.sessions.check_client_tools(value)
+            ),
         },
     )
     new = NewSession(
@@ -67,6 +70,7 @@ async def create_session(request: Request) -> Response:
         mode_id=body.mode_id,
         config=dict(body.config) if body.config else None,
         visibility=body.visibility or "team",
+        client_tools=tuple(body.client_tools or ()),
     )
     record = await state.sessions.create(new)
     return JSONResponse(await session_json(state, record), status_code=201)

@@ -23,6 +23,7 @@ from server.web.bodies import decode
 from server.web.credential import Credential, until_revoked
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
+from server.web.routes.client_tools import client_tool_command
 from server.web.routes.controls import controls_command, elicitation_command
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
@@ -257,6 +258,8 @@ async def _command(state: AppState, session_id: str, data: str, websocket: WebSo
             await controls_command(state.sessions, session_id, command)
         elif kind == "elicitation":
             await elicitation_command(state.sessions, session_id, command)
+        elif kind == "client_tool_result":
+            await client_tool_command(state.sessions, session_id, command)
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)
@@ -272,6 +275,7 @@ _REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "elicitation": ("POST", "elicitations/{requestId}", ("action", "content")),
     "set_mode": ("PUT", "mode", ("modeId",)),
     "set_config": ("PUT", "config/{configId}", ("value",)),
+    "client_tool_result": ("POST", "client-tools/{callId}", ("result", "content", "isError")),
 }
 
 
@@ -286,7 +290,9 @@ async def _forward(
     """A command for a session another node runs: its REST twin, on that node."""
     kind = command["type"]
     method, template, fields = _REST_PATHS[kind]
-    ids = {name: command.get(name) for name in ("requestId", "configId") if name in template}
+    ids = {
+        name: command.get(name) for name in ("requestId", "configId", "callId") if name in template
+    }
     for name, value in ids.items():
         if not isinstance(value, str) or not value:
             raise ApiError.validation(f"{name} is required (a string).", field=name)

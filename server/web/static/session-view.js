@@ -12,6 +12,7 @@ import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom
 import { Composer } from "./composer.js";
 import { ControlsBar } from "./controls.js";
 import { Elicitations } from "./elicitation.js";
+import { ClientToolCalls } from "./client-tools.js";
 import { attachChanges } from "./changes.js";
 import { FileBrowser } from "./files.js";
 import { RunsPanel } from "./runs.js";
@@ -71,6 +72,7 @@ export class SessionView {
 
   destroy() {
     this.stream.stop();
+    this.clientTools.close();
     clearInterval(this.ageTimer);
     clearTimeout(this.downTimer);
     document.removeEventListener("keydown", this.onKey);
@@ -123,6 +125,7 @@ export class SessionView {
     this.controlsBar = new ControlsBar(this.sessionId, wsSend);
     this.composer = new Composer(this.sessionId, /** @type {HTMLTextAreaElement} */ (this.input), this.composerError);
     this.elicitations = new Elicitations(this.permissionArea, wsSend);
+    this.clientTools = new ClientToolCalls(this.permissionArea, wsSend, this.sessionId);
     this.form = h("form.composer", { onsubmit: (event) => { event.preventDefault(); this.send(); } },
       h("label.sr-only", { for: "prompt-input" }, "Message to the agent"),
       h("div.composer-box", {}, this.input,
@@ -202,6 +205,8 @@ export class SessionView {
       this.setSession({ ...this.session, controls: content.controls });
     } else if (content.type === "elicitation") {
       this.elicitations.update(content);
+    } else if (content.type === "client_tool") {
+      this.clientTools.update(content);
     } else if (content.type === "usage") {
       this.usage = content;
       this.renderUsage();
@@ -212,6 +217,7 @@ export class SessionView {
 
   onLive(first) {
     this.live = true;
+    this.clientTools.open();
     // A run whose end was rewound away looks unfinished in the replay; the session says
     // whether one runs (a run that started after the hello is newer than it, so kept).
     if (this.activeRun && !this.session?.activeRunId && this.activeRunSeq <= this.helloSeq) {
@@ -475,6 +481,7 @@ export class SessionView {
       this.activeRun = null;
       for (const id of [...this.permissions.keys()]) this.hidePermission(id);
       this.elicitations.clearAll();
+      this.clientTools.clearAll();
       this.stream.restart();
       if (text) {
         this.input.value = text;

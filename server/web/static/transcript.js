@@ -12,6 +12,7 @@ import { ago, clear, duration, h, pretty, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { attachmentList, elicitationNote } from "./attachments.js";
 import { SHOWN_MODES } from "./elicitation.js";
+import { clientToolNote } from "./client-tools.js";
 
 const KIND_LABELS = {
   read: "Read", edit: "Edit", delete: "Delete", move: "Move", search: "Search",
@@ -90,6 +91,9 @@ export class Transcript {
         break;
       case "elicitation":
         if (content.outcome && SHOWN_MODES.includes(content.mode)) this.append(elicitationNote(content));
+        break;
+      case "client_tool":
+        if (content.outcome) this.append(clientToolNote(content));
         break;
       default:
         break; // usage and other updates are shown by the header, not the log

@@ -1,0 +1,40 @@
+"""client tools: the set a session registers (``sessions.client_tools``), and a partial
+index over its ``client_tool`` messages, so that start-up recovery finds the calls left
+pending by a dead server without scanning the messages table
+
+Revision ID: 0012_client_tools
+Revises: 0009_session_merged
+Create Date: 2026-11-28 14:30:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+JSON_TYPE = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+CLIENT_TOOLS = sa.text("type = 'client_tool'")
+
+revision = "0012_client_tools"
+down_revision = "0010_users"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.add_column(sa.Column("client_tools", JSON_TYPE, nullable=True))
+    op.create_index(
+        "ix_messages_client_tool",
+        "messages",
+        ["session_id", "seq"],
+        sqlite_where=CLIENT_TOOLS,
+        postgresql_where=CLIENT_TOOLS,
+    )
+
+
+def downgrade() -> None:
+    op.drop_index("ix_messages_client_tool", table_name="messages")
+    with op.batch_alter_table("sessions") as batch:
+        batch.drop_column("client_tools")
