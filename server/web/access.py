@@ -116,6 +116,9 @@ OPERATIONS: dict[str, Rule] = {
     f"POST {S}/complete": DRIVE,
     f"GET {S}/messages": SEE,
     f"POST {S}/permissions/{{request_id}}": DRIVE,
+    f"GET {S}/client-tools": SEE,
+    f"PUT {S}/client-tools": DRIVE,
+    f"POST {S}/client-tools/{{call_id}}": DRIVE,
     f"GET {S}/transcript": SEE,
     f"POST {S}/fork": DRIVE,
     f"POST {S}/rewind": DRIVE,
@@ -142,6 +145,11 @@ OPERATIONS: dict[str, Rule] = {
     f"GET {R}/tool-calls": SEE_RUN,
     f"GET {R}/tool-calls/{{call_id}}": SEE_RUN,
     f"POST {R}/resume": DRIVE_RUN,
+    # the MCP server of client tools: its own secret, made for one agent process (not a
+    # person's token), is checked by the endpoint itself
+    "POST /mcp/sessions/{session_id}": OPEN,
+    "GET /mcp/sessions/{session_id}": OPEN,
+    "DELETE /mcp/sessions/{session_id}": OPEN,
     # the stream: reading it; its commands are their REST twins (COMMANDS)
     "GET /ws/sessions/{session_id}": SEE,
 }
