@@ -1,12 +1,22 @@
 """How a test starts a real agent (claude-agent-acp, codex-acp, gemini ``--acp``) against
-the scripted model of ``fake_model.py``: its AGENTS_FILE table, with its own HOME and
-TMPDIR, a dummy key, its model endpoint on loopback and nothing else reachable."""
+the scripted model of ``fake_model.py``: its AGENTS_FILE table, a dummy key, its model
+endpoint on loopback and nothing else reachable.
+
+Its settings live where a sandboxed agent finds them without any bind: in its private
+home, ``<data dir>/agent-homes/<agentId>`` (docs/sandbox.md), which the sandbox shows
+read-write at the same path and makes its ``HOME``. The test seeds that folder before the
+server starts (``~/.codex``, ``~/.gemini/settings.json``); naming it ``HOME`` in the
+table too keeps the same layout when bubblewrap is missing and the sandbox is off. A
+folder of the test's elsewhere (under the host's ``/tmp``) would not be seen: the sandbox
+has its own ``/tmp``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from server.sandbox.host import HOMES, data_directory
+from server.settings import Settings
 from tests.peers.test_real_agents import BIN, CODEX, toml_table
 
 # Keeps what the agents fetch besides the model on loopback (measured with strace:
@@ -20,9 +30,16 @@ OFFLINE = {
 }
 
 
+def private_home(settings: Settings, agent_id: str) -> Path:
+    """Where the server keeps ``agent_id``'s private home (its sandbox's ``HOME``)."""
+    return data_directory(settings) / HOMES / agent_id
+
+
 def agent_table(name: str, home: Path, model_url: str) -> tuple[Path, str]:
-    """The agent's executable and its AGENTS_FILE table, its model at ``model_url``."""
-    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    """The agent's executable and its AGENTS_FILE table, its model at ``model_url``;
+    ``home`` is its private home (``private_home``), seeded here."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)  # as the server makes it
+    (home / "tmp").mkdir(exist_ok=True)
     env = {"HOME": str(home), "TMPDIR": str(home / "tmp")} | OFFLINE
     auth = None
     if name == "claude":
@@ -45,7 +62,7 @@ def agent_table(name: str, home: Path, model_url: str) -> tuple[Path, str]:
             }
         )
         args = f" -c model_provider=fake -c 'model_providers.fake={provider}'"
-        env |= {"OPENAI_API_KEY": "offline", "CODEX_HOME": str(home / ".codex")}
+        env["OPENAI_API_KEY"] = "offline"  # its CODEX_HOME is the default, ~/.codex
         (home / ".codex").mkdir(exist_ok=True)
     else:
         exe, args = BIN / "gemini", " --acp"

@@ -18,7 +18,7 @@ from server.app import create_app
 from server.settings import Settings
 from tests.helpers import create_session, is_type, prompt, run_ended, wait_for_message
 from tests.peers.fake_model import FakeModel, Reply, call, say
-from tests.peers.offline_agents import agent_table
+from tests.peers.offline_agents import agent_table, private_home
 from tests.peers.support import agent_texts, answer_permission, run_end, turn_messages
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -65,7 +65,7 @@ def agent(
     make_settings: Callable[..., Settings],
 ) -> tuple[str, Settings]:
     name = str(request.param)
-    exe, table = agent_table(name, tmp_path / f"{name}-home", model.url)
+    exe, table = agent_table(name, private_home(make_settings(), name), model.url)
     if not exe.exists():
         pytest.skip(f"{exe.name} is not installed in .peers (npm could not fetch it)")
     path = tmp_path / "agents.toml"
@@ -110,7 +110,7 @@ def test_gemini_write_file_cannot_create_a_file_through_the_client(
     the rejection is an ``Error``, and its ACP SDK rejects with the plain error object. So
     ``write_file`` of a new file fails before any permission is asked. This test says so,
     and fails once either side changes (then the full turn above can use ``write_file``)."""
-    exe, table = agent_table("gemini", tmp_path / "gemini-home", model.url)
+    exe, table = agent_table("gemini", private_home(make_settings(), "gemini"), model.url)
     if not exe.exists():
         pytest.skip(f"{exe.name} is not installed in .peers (npm could not fetch it)")
     (tmp_path / "agents.toml").write_text(table)
