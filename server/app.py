@@ -33,6 +33,7 @@ from server.web.errors import exception_handlers
 from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
     controls,
+    glance,
     history,
     ops,
     prompts,
@@ -202,6 +203,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *workspaces.routes,
         *runs.routes,
         *stats.routes,
+        *glance.routes,
         *ws.routes,
         openapi_route(),
     ]

@@ -24,6 +24,7 @@ from server.sessions.workspaces import service as workspace_service
 from store import Message, SessionRecord, utcnow
 from store import messages as message_store
 from store import sessions as session_store
+from store.glance import fork_title
 from store.messages import MessageRow
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ async def fork_session(
     record = await hub.create_session(
         source.repo_id,
         source.agent_id,
-        title if title is not None else source.title,
+        title if title is not None else fork_title(source.title),
         None,
         forked_from=(source.id, upto),
     )
@@ -111,6 +112,7 @@ async def fork_session(
                 last_seq=len(rows),
                 controls=source.controls,  # a fork inherits its parent's controls
                 agent_config=source.agent_config,
+                title_source="user" if title is not None else source.title_source,
             )
 
         # Through the writer's transaction queue, before anything else can write to

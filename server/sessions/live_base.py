@@ -19,6 +19,7 @@ from agent_bridge import AcpClient, TerminalHost, Workspace
 from agent_bridge.jsontypes import JsonObject
 from server.sessions.agents import AgentConfig
 from server.sessions.pending import PendingRequest, RequestKind
+from server.sessions.queue import PromptQueue
 from server.sessions.services import Services
 from server.sessions.translate import Output, Translator
 from server.sessions.turn import Turn
@@ -55,6 +56,7 @@ class LiveBase:
     workspace: Workspace
     terminals: TerminalHost
     client: AcpClient
+    queue: PromptQueue
 
     async def _cancel_turn(self, turn: Turn) -> None:
         raise NotImplementedError  # TurnRunner's

@@ -32,6 +32,7 @@ from server.sessions.handshake import Restore, handshake
 from server.sessions.live_base import Stop
 from server.sessions.pending import PendingRequest
 from server.sessions.permission_gate import PermissionGate
+from server.sessions.queue import PromptQueue
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.translate import Translator
 from server.sessions.turn import Turn
@@ -39,7 +40,7 @@ from server.sessions.turn_runner import TurnRunner
 from server.sessions.workspaces.service import session_root
 from server.stream.writer import Draft
 from store import SessionRecord
-from store import sessions as session_store
+from store.glance import set_agent_title
 
 __all__ = ["LiveSession", "Restore"]
 
@@ -70,6 +71,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
         self.controls_started = False  # before: control updates are part of the start state
         self.controls_kept = (record.controls, record.agent_config)  # as stored at the start
         self.turn = None
+        self.queue = PromptQueue(self)  # prompts waiting for the running turn
         self.pending: dict[str, PendingRequest] = {}
         self.needs_context = record.needs_context
         self.stderr_tail = ""
@@ -257,7 +259,7 @@ class LiveSession(TurnRunner, PermissionGate, ElicitationGate):
             title = update["title"]
 
             async def set_title(db: Any) -> None:
-                await session_store.update_session(db, self.id, title=title)
+                await set_agent_title(db, self.id, title)  # never over a person's title
 
             ops.append(set_title)
         ops += control_ops

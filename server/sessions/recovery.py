@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agent_bridge.acp_types import PermissionOutcome
 from server import metrics
 from server.contents import PermissionContent, RunContent, as_json
+from server.sessions.queue import cancel_left_over
 from server.sessions.status import status_draft
 from server.stream.writer import Draft
 from store import messages as message_store
@@ -45,6 +46,7 @@ async def recover_sessions(hub: Hub, only: set[str] | None) -> None:
         runs = [r for r in runs if r.session_id in only]
         pending = [p for p in pending if p.session_id in only]
         elicitations = [m for m in elicitations if m.session_id in only]
+    await cancel_left_over(hub.db, only)  # queued prompts were only in a dead process
     async with hub.db.read() as db:
         sessions = {
             sid: await session_store.get_session(db, sid)

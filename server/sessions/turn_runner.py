@@ -26,6 +26,7 @@ from server.stream.writer import Draft
 from store import Run, utcnow
 from store import runs as run_store
 from store import sessions as session_store
+from store.glance import set_prompt_title
 
 __all__ = ["TurnRunner"]
 
@@ -42,15 +43,17 @@ class TurnRunner(LiveBase):
         resumed_from: str | None = None,
         parent_run_id: str | None = None,
         content: PromptContent | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Store the user message and the run, then run the turn in the background.
         Returns the run id once both are committed. ``content``: a prompt of blocks
-        (images, files), already checked."""
+        (images, files), already checked. ``run_id``: a queued run's, whose row starts."""
         if self.turn is not None:
             raise TurnInProgress("A turn is already running in this session.")
         if self._stop is not None or self._tg is None:
             raise SessionNotActive("The session is stopping.")
-        run_id = str(uuid.uuid4())
+        queued = run_id is not None
+        run_id = run_id or str(uuid.uuid4())
         self.translator.tools.clear()  # agents reuse tool call ids across turns
         self.translator.last_text = ""
         turn = self.turn = Turn(
@@ -83,8 +86,12 @@ class TurnRunner(LiveBase):
             )
 
             async def store_run(db: Any) -> None:
-                db.add(run)
+                if queued:
+                    await db.merge(run)  # the queued row becomes the running one
+                else:
+                    db.add(run)
                 await db.flush()
+                await set_prompt_title(db, self.id, text)
                 await session_store.update_session(
                     db, self.id, active_run_id=run_id, needs_context=False
                 )
@@ -184,6 +191,7 @@ class TurnRunner(LiveBase):
             self.turn = None
             turn.done.set()
             metrics.TURNS_RUNNING.dec()
+            self.queue.turn_ended()  # queued prompts (server.sessions.queue): the next starts
             log.info(
                 "run ended", extra={"session_id": self.id, "run_id": turn.run_id, "status": status}
             )

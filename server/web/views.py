@@ -67,6 +67,10 @@ def session_view(session: SessionRecord, repo: Repo) -> JsonObject:
         metadata=session.meta or {},
         workspace=workspace_shape(session, repo),
         controls=session.controls or as_json(empty_controls()),
+        # API.md "Finding and keeping sessions": a title without a source is a person's
+        title_source=session.title_source or ("user" if session.title else None),  # type: ignore[arg-type]
+        archived=bool(session.archived),
+        last_activity_at=iso(session.last_activity_at),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

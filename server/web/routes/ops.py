@@ -10,6 +10,7 @@ from server import metrics
 from server.sessions.agents import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
+from server.web.routes.glance import agent_controls
 from server.web.state import app_state
 
 
@@ -32,8 +33,12 @@ async def metrics_endpoint(request: Request) -> Response:
 
 
 async def list_agents(request: Request) -> Response:
-    agents = app_state(request).agents
-    return JSONResponse({"agents": [a.view() for a in agents.values()]})
+    state = app_state(request)
+    known = await agent_controls(state)  # once an agent has started: its last controls
+    views = [a.view() for a in state.agents.values()]
+    for agent_id, view in zip(state.agents, views, strict=True):
+        view["controls"] = known.get(agent_id)
+    return JSONResponse({"agents": views})
 
 
 async def list_mcp_servers(request: Request) -> Response:

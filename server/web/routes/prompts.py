@@ -62,31 +62,40 @@ def read_prompt(body: JsonObject, limit: int) -> shapes.PromptBody:
     return decode(body, shapes.PromptBody, checks)
 
 
-async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> str:
-    """Check the prompt (``text`` and/or ``content``), start the turn; the run id."""
+async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> JsonObject:
+    """Check the prompt (``text`` and/or ``content``), start the turn, or with ``queue``
+    queue it behind the running one (server.sessions.queue); the 202 body."""
     settings = state.settings
     prompt = read_prompt(body, settings.max_prompt_bytes)
     text, content = prompt.text, prompt.content
-    if content is None:
-        assert text is not None
-        return await state.hub.prompt(session_id, text)
-    blocks: list[JsonValue] = [{"type": "text", "text": text}, *content] if text else [*content]
-    texts = sum(len(str(b.get("text", "")).encode()) for b in blocks if isinstance(b, dict))
-    if texts > settings.max_prompt_bytes:
-        raise ApiError.too_large("prompt", settings.max_prompt_bytes)
-    live = await state.hub.active_live(session_id)
-    built = await anyio.to_thread.run_sync(
-        partial(
-            build_prompt,
-            blocks,
-            session_id=session_id,
-            root=live.repo_path,
-            capabilities=live.translator.controls.prompt_capabilities,
-            max_image_bytes=settings.max_image_bytes,
-            max_embed_bytes=settings.max_embed_bytes,
+    built = None
+    if content is not None:
+        blocks: list[JsonValue] = [{"type": "text", "text": text}, *content] if text else [*content]
+        texts = sum(len(str(b.get("text", "")).encode()) for b in blocks if isinstance(b, dict))
+        if texts > settings.max_prompt_bytes:
+            raise ApiError.too_large("prompt", settings.max_prompt_bytes)
+        live = await state.hub.active_live(session_id)
+        built = await anyio.to_thread.run_sync(
+            partial(
+                build_prompt,
+                blocks,
+                session_id=session_id,
+                root=live.repo_path,
+                capabilities=live.translator.controls.prompt_capabilities,
+                max_image_bytes=settings.max_image_bytes,
+                max_embed_bytes=settings.max_embed_bytes,
+            )
         )
-    )
-    return await state.hub.prompt(session_id, built.text, content=built)
+        text = built.text
+    assert text is not None
+    if prompt.queue:
+        live = await state.hub.active_live(session_id)
+        run_id, position = await live.queue.submit(text, built, limit=settings.max_queued_prompts)
+        if position is not None:
+            return {"runId": run_id, "sessionId": session_id, "queued": True, "position": position}
+        return {"runId": run_id, "sessionId": session_id, "queued": False}
+    run_id = await state.hub.prompt(session_id, text, content=built)
+    return {"runId": run_id, "sessionId": session_id}
 
 
 async def attachment(request: Request) -> Response:

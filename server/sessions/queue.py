@@ -1,0 +1,180 @@
+"""Queued prompts (API.md, Finding and keeping sessions): a prompt sent with ``queue``
+while a turn runs waits in its live session's ``PromptQueue`` as a run with status
+``queued``, and starts when the turn before it ends (also when that one was cancelled),
+in order. Dropping one ends its run ``cancelled``. The queue lives with the agent: when
+the session stops, what still waits is cancelled; after a crash of the server, start-up
+recovery ends what a dead process left ``queued`` (``cancel_left_over``).
+
+The one hook into the turn's life is ``PromptQueue.turn_ended``, called by the turn
+runner once a run has ended and the session is free for the next turn."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.sessions.errors import Conflict, NotFound, TurnInProgress
+from server.sessions.prompt_content import PromptContent
+from store import Database, Run, utcnow
+
+if TYPE_CHECKING:
+    from server.sessions.live_session import LiveSession
+
+__all__ = ["PromptQueue", "QueueFull", "Queued", "cancel_left_over"]
+
+log = logging.getLogger("agent_sessions.queue")
+
+
+class QueueFull(Conflict):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            "queue_full",
+            f"{limit} prompts already wait for this session (MAX_QUEUED_PROMPTS); "
+            "drop one or wait for the turn to end.",
+            {"limit": limit},
+        )
+
+
+@dataclass
+class Queued:
+    run_id: str
+    text: str
+    content: PromptContent | None
+    # set once the queued run's row is committed: starting it updates that row
+    stored: anyio.Event = field(default_factory=anyio.Event)
+
+
+class PromptQueue:
+    """The prompts waiting for one live session's running turn, in order."""
+
+    def __init__(self, live: LiveSession) -> None:
+        self.live = live
+        self.items: list[Queued] = []
+
+    def position(self, run_id: str) -> int | None:
+        for index, item in enumerate(self.items, start=1):
+            if item.run_id == run_id:
+                return index
+        return None
+
+    async def submit(
+        self, text: str, content: PromptContent | None, *, limit: int
+    ) -> tuple[str, int | None]:
+        """Start the prompt now when the session is idle (position None), else queue it
+        behind the running turn and what already waits (its 1-based position)."""
+        live = self.live
+        if live.turn is None and not self.items:
+            try:
+                return await self._start(text, content, None), None
+            except TurnInProgress:
+                pass  # a turn began meanwhile: wait behind it
+        if len(self.items) >= limit:
+            raise QueueFull(limit)
+        item = Queued(str(uuid.uuid4()), text, content)
+        self.items.append(item)  # before any await: a turn ending now sees it
+        position = len(self.items)
+        run = Run(
+            id=item.run_id,
+            session_id=live.id,
+            repo_id=live.repo_id,
+            agent_id=live.agent_id,
+            status="queued",
+            step_count=0,
+            max_steps=live.services.settings.agent_max_steps,
+            parent_run_id=live.parent_run_id,
+            created_at=utcnow(),
+        )
+
+        async def store(db: AsyncSession) -> None:
+            db.add(run)
+            await db.flush()
+
+        try:
+            await live.services.writer.submit(live.id, [], [store]).wait()
+        except BaseException:
+            if item in self.items:
+                self.items.remove(item)
+            raise
+        finally:
+            item.stored.set()
+        return item.run_id, position
+
+    async def drop(self, run_id: str) -> None:
+        """Take a waiting prompt out; its run ends ``cancelled`` (404 once it started)."""
+        item = next((i for i in self.items if i.run_id == run_id), None)
+        if item is None:
+            raise NotFound("run", run_id, f"No queued run {run_id} in this session.")
+        self.items.remove(item)
+        await item.stored.wait()
+        await self._cancel_runs([item.run_id])
+
+    def turn_ended(self) -> None:
+        """The hook: the turn before has ended; start the next waiting prompt, or, when
+        the session is stopping, cancel every waiting one."""
+        live = self.live
+        if not self.items:
+            return
+        if live.stopping:
+            items, self.items = self.items, []
+            live._tg_start(self._cancel_runs, [i.run_id for i in items])  # noqa: SLF001
+            return
+        live._tg_start(self._start_next)  # noqa: SLF001
+
+    async def _start_next(self) -> None:
+        if not self.items or self.live.turn is not None:
+            return  # another prompt took the turn: this one waits for its end
+        item = self.items.pop(0)
+        await item.stored.wait()
+        try:
+            await self._start(item.text, item.content, item.run_id)
+        except TurnInProgress:
+            self.items.insert(0, item)  # a direct prompt won the race: wait for it
+        except Exception:
+            log.exception("a queued prompt could not start", extra={"session_id": self.live.id})
+            await self._cancel_runs([item.run_id])
+            self.turn_ended()  # the ones behind it still get their turn
+
+    async def _start(self, text: str, content: PromptContent | None, run_id: str | None) -> str:
+        live = self.live
+        return await live.start_turn(
+            text,
+            max_steps=live.services.settings.agent_max_steps,
+            parent_run_id=live.parent_run_id,
+            content=content,
+            run_id=run_id,
+        )
+
+    async def _cancel_runs(self, run_ids: list[str]) -> None:
+        async def cancel(db: AsyncSession) -> None:
+            await _cancel(db, run_ids)
+
+        with anyio.move_on_after(30, shield=True):
+            await self.live.services.writer.submit(self.live.id, [], [cancel]).wait()
+
+
+async def _cancel(db: AsyncSession, run_ids: list[str]) -> None:
+    await db.execute(
+        update(Run)
+        .where(Run.id.in_(run_ids), Run.status == "queued")
+        .values(status="cancelled", stop_reason="cancelled", completed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def cancel_left_over(database: Database, session_ids: set[str] | None) -> int:
+    """Runs left ``queued`` by a server that stopped (of these sessions, or all): their
+    prompts were only in its memory. How many were ended."""
+    async with database.write() as db, db.begin():
+        query: Any = select(Run.id).where(Run.status == "queued")
+        if session_ids is not None:
+            query = query.where(Run.session_id.in_(sorted(session_ids)))
+        run_ids = list((await db.execute(query)).scalars())
+        if run_ids:
+            await _cancel(db, run_ids)
+    return len(run_ids)
