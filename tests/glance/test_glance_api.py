@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from server.web.requests import encode_cursor
 from store.search import HIGHLIGHT_END, HIGHLIGHT_START
 from tests.helpers import (
     assert_error,
@@ -141,7 +142,7 @@ def test_search_syntax_is_never_syntax(client: TestClient, demo_repo_id: str, q:
 
 def test_search_refusals(client: TestClient) -> None:
     assert_error(client.get("/api/sessions", params={"q": "x" * 501}), 422, "validation_error")
-    cursor = "WyIyMDI2LTAxLTAxVDAwOjAwOjAwKzAwOjAwIiwiMDAwMDAwMDAtMDAwMC0wMDAwLTAwMDAtMDAwMDAwMDAwMDAwIl0"
+    cursor = encode_cursor("2026-01-01T00:00:00+00:00", "00000000-0000-4000-8000-000000000000")
     assert_error(
         client.get("/api/sessions", params={"q": "x", "cursor": cursor}), 422, "validation_error"
     )
@@ -256,7 +257,8 @@ def test_archive_hides_and_shows(client: TestClient, demo_repo_id: str) -> None:
     assert response.status_code == 200 and response.json()["archived"] is True
     assert done["id"] not in {s["id"] for s in listed(client)["sessions"]}
     assert [s["id"] for s in listed(client, archived="true")["sessions"]] == [done["id"]]
-    assert {active["id"], done["id"]} <= {s["id"] for s in listed(client, archived="all")["sessions"]}
+    everything = {s["id"] for s in listed(client, archived="all")["sessions"]}
+    assert {active["id"], done["id"]} <= everything
     assert listed(client, q="archive")["sessions"] == []
     assert [s["id"] for s in listed(client, q="archive", archived="true")["sessions"]] == [
         done["id"]
