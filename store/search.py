@@ -21,10 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 __all__ = [
     "HIGHLIGHT_END",
     "HIGHLIGHT_START",
+    "INDEX_OBJECTS",
     "MAX_QUERY_CHARS",
     "Hit",
     "SearchFilter",
     "count_matches",
+    "is_index_object",
     "search_sessions",
     "terms",
 ]
@@ -39,6 +41,15 @@ MAX_TERM_CHARS = 64
 SNIPPET_WORDS = 16
 
 _WORD = re.compile(r"[^\W_]+")
+
+# The index objects of migration 0009, which the models do not describe (FTS5 virtual
+# tables and their shadow tables; PostgreSQL expression indexes).
+INDEX_OBJECTS = ("messages_fts", "sessions_fts", "ix_messages_search", "ix_sessions_search")
+
+
+def is_index_object(name: str | None) -> bool:
+    """Whether ``name`` is one of the search index's own objects (for schema checks)."""
+    return name is not None and name.startswith(INDEX_OBJECTS)
 
 
 def terms(query: str) -> list[str]:
