@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from server.web.jsonresp import JSONResponse
 from server.web.openapi.paths_basic import BASIC
 from server.web.openapi.paths_controls import control_paths
+from server.web.openapi.paths_glance import glance_paths
 from server.web.openapi.paths_mcp import mcp_paths
 from server.web.openapi.paths_runs import RUNS
 from server.web.openapi.paths_sessions import SESSIONS
@@ -26,6 +27,7 @@ CATALOGUE: dict[tuple[str, str], Schema] = {**BASIC, **SESSIONS, **RUNS, **STATS
 CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and changes"
 CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
 CATALOGUE.update(mcp_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls", MCP servers
+CATALOGUE.update(glance_paths(CATALOGUE, SCHEMAS))  # API.md "Finding and keeping sessions"
 
 
 _PARAM = re.compile(r"\{[^}]*\}")
