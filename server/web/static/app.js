@@ -7,6 +7,7 @@ import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
 import { pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
+import { installShortcuts, revealSeq } from "./glance.js";
 
 const sidebarRoot = document.getElementById("sidebar");
 const mainRoot = document.getElementById("main");
@@ -32,11 +33,12 @@ function welcome() {
 }
 
 function route() {
-  const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36}))?$/.exec(location.hash);
+  const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36})|\/m\/(\d+))?$/.exec(location.hash);
   const id = match ? match[1].toLowerCase() : null;
   if (!id && pageRoute(location.hash, mainRoot, () => { if (view) view.destroy(); view = null; sidebar.setCurrent(null); })) return;
   if (view && view.sessionId === id) {
     if (match[2]) revealRun(mainRoot, match[2].toLowerCase());
+    if (match[3]) revealSeq(mainRoot, match[3]);  // a search hit
     return;
   }
   if (view) {
@@ -54,6 +56,7 @@ function route() {
     sidebar.setCurrent(id);
     root.querySelector(".session-title")?.focus({ preventScroll: true });
     if (match[2]) revealRun(root, match[2].toLowerCase());
+    if (match[3]) revealSeq(root, match[3]);  // a search hit
   } else {
     document.body.dataset.view = "home";
     document.title = "Agent Sessions";
@@ -65,3 +68,4 @@ function route() {
 window.addEventListener("hashchange", route);
 route();
 sidebar.start();
+installShortcuts({ sidebar, navigate });

@@ -9,6 +9,7 @@
 import { describe, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { Composer } from "./composer.js";
+import { QueueList } from "./glance.js";
 import { ControlsBar } from "./controls.js";
 import { Elicitations } from "./elicitation.js";
 import { attachChanges } from "./changes.js";
@@ -119,6 +120,7 @@ export class SessionView {
     this.controlsBar = new ControlsBar(this.sessionId, wsSend);
     this.composer = new Composer(this.sessionId, /** @type {HTMLTextAreaElement} */ (this.input), this.composerError);
     this.elicitations = new Elicitations(this.permissionArea, wsSend);
+    this.queue = new QueueList(this.sessionId);  // prompts waiting for the running turn
     this.form = h("form.composer", { onsubmit: (event) => { event.preventDefault(); this.send(); } },
       h("label.sr-only", { for: "prompt-input" }, "Message to the agent"),
       h("div.composer-box", {}, this.input,
@@ -135,7 +137,7 @@ export class SessionView {
         h("div.session-actions", {}, this.changesUi.button, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
         this.actionError),
       h("div.session-body", {},
-        h("div.session-main", {}, this.log, this.working, this.permissionArea, this.form),
+        h("div.session-main", {}, this.log, this.working, this.permissionArea, this.queue.element, this.form),
         this.runsPanel, this.changesUi.panel));
     this.composer.mount(this.input.parentElement, this.form);
   }
@@ -160,6 +162,7 @@ export class SessionView {
     const content = message.content || {};
     if (content.type === "run") {
       this.seenRuns.add(content.runId);
+      this.queue.gone(content.runId);
       if (content.status === "running") {
         this.activeRun = content.runId;
         this.activeRunSeq = message.seq;
@@ -274,22 +277,24 @@ export class SessionView {
   renderComposer() {
     const active = this.session?.status === "active";
     const busy = this.turnRunning || Boolean(this.awaitingRun);
-    const usable = this.live && active && !busy;
+    // the box stays usable during a turn: what is sent then is queued (glance.js)
+    const usable = this.live && active && !this.awaitingRun;
     const focused = document.activeElement;
     const hadFocus = this.keepFocus && (!focused || focused === document.body || this.form.contains(focused));
     this.input.disabled = !usable;
     this.sendButton.disabled = !usable;
     this.composer.disabled = !usable;
+    this.sendButton.textContent = busy ? "Queue" : "Send";
     this.stopButton.hidden = !this.turnRunning || !active;
     this.stopButton.disabled = this.cancelling;
     this.stopButton.lastChild.textContent = this.cancelling ? "Stopping…" : "Stop";
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
       : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
-        : this.turnRunning ? "The agent is working… (Esc or Stop to cancel)"
+        : this.turnRunning ? "The agent is working… type the next prompt to queue it (Esc stops)"
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
-    if (hadFocus && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
+    if (hadFocus && focused !== this.input && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
       this.stopButton.focus({ preventScroll: true });
     } else if (hadFocus && usable) {
       this.input.focus({ preventScroll: true });
@@ -323,8 +328,12 @@ export class SessionView {
     this.awaitingRun = true;
     this.renderComposer();
     try {
-      const { runId } = await post(`/api/sessions/${this.sessionId}/prompt`, this.composer.body());
-      this.awaitingRun = this.seenRuns.has(runId) ? false : runId;
+      const body = this.composer.body();
+      const queued = this.turnRunning;
+      if (queued) body.queue = true;
+      const { runId, position } = await post(`/api/sessions/${this.sessionId}/prompt`, body);
+      if (position && !this.seenRuns.has(runId)) this.queue.add(runId, body.text || this.input.value);
+      this.awaitingRun = queued || this.seenRuns.has(runId) ? false : runId;
       this.input.value = "";
       this.composer.reset();
       this.autosize();
@@ -392,6 +401,7 @@ export class SessionView {
     error.textContent = "";
     try {
       await post(`/api/sessions/${this.sessionId}/permissions/${content.requestId}`, { optionId: option.optionId });
+      this.input.focus({ preventScroll: true });  // answered: back to the prompt box
     } catch (err) {
       if (err.code === "permission_already_decided" || err.code === "permission_not_found") {
         this.hidePermission(content.requestId);
