@@ -39,6 +39,10 @@ MAX_QUERY_CHARS = 500
 MAX_TERMS = 16
 MAX_TERM_CHARS = 64
 SNIPPET_WORDS = 16
+# The matching messages a search ranks: the most recent ones. A word in most messages
+# would otherwise cost a rank for each of them (hundreds of thousands at a million
+# messages); its older hits are left out, and titles always count.
+CANDIDATES = 1_000
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -83,6 +87,7 @@ class SearchFilter:
 @dataclass(frozen=True)
 class Hit:
     session_id: str
+    total: int  # how many sessions match (the same on every hit of a page)
     seq: int | None  # the best matching message; None when only the title matched
     snippet: str
 
@@ -110,32 +115,41 @@ def _where(where: SearchFilter, params: dict[str, Any]) -> str:
 _SQLITE = """
 WITH hits AS MATERIALIZED (
     SELECT session_id, seq, rowid AS rid, bm25(messages_fts) AS score
-    FROM messages_fts WHERE messages_fts MATCH :q
+    FROM messages_fts WHERE messages_fts MATCH :q ORDER BY rowid DESC LIMIT :candidates
 ), best AS (
     SELECT session_id, seq, rid, min(score) AS score FROM hits GROUP BY session_id
 ), titled AS (
     SELECT session_id, bm25(sessions_fts) AS score
     FROM sessions_fts WHERE sessions_fts MATCH :q
+), scored AS (
+    SELECT session_id, seq, rid, score AS mscore, CAST(NULL AS DOUBLE PRECISION) AS tscore
+    FROM best
+    UNION ALL
+    SELECT session_id, CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+        CAST(NULL AS DOUBLE PRECISION), score
+    FROM titled
 ), matched AS (
-    SELECT session_id FROM best UNION SELECT session_id FROM titled
+    SELECT session_id, max(seq) AS seq, max(rid) AS rid, min(mscore) AS mscore,
+        min(tscore) AS tscore
+    FROM scored GROUP BY session_id
 )
 SELECT {columns}
-FROM matched JOIN sessions s ON s.id = matched.session_id
-LEFT JOIN best b ON b.session_id = s.id
-LEFT JOIN titled t ON t.session_id = s.id
+FROM matched m JOIN sessions s ON s.id = m.session_id
 WHERE {where}
 """
 
 _PG = """
-WITH best AS (
-    SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, NULL AS rid,
-        -ts_rank(to_tsvector('simple'::regconfig, m.content ->> 'text'),
-                 to_tsquery('simple'::regconfig, :q)) AS score
-    FROM messages m
+WITH hits AS MATERIALIZED (
+    SELECT m.session_id, m.seq, m.content FROM messages m
     WHERE to_tsvector('simple'::regconfig, m.content ->> 'text')
           @@ to_tsquery('simple'::regconfig, :q)
       AND m.partial = false AND m.type = 'text' AND m.dropped = false
-    ORDER BY m.session_id, score
+    ORDER BY m.created_at DESC LIMIT :candidates
+), best AS (
+    SELECT DISTINCT ON (session_id) session_id, seq, NULL::bigint AS rid,
+        -ts_rank(to_tsvector('simple'::regconfig, content ->> 'text'),
+                 to_tsquery('simple'::regconfig, :q)) AS score
+    FROM hits ORDER BY session_id, score
 ), titled AS (
     SELECT id AS session_id,
         -ts_rank(to_tsvector('simple'::regconfig, coalesce(title, '')),
@@ -143,24 +157,34 @@ WITH best AS (
     FROM sessions
     WHERE to_tsvector('simple'::regconfig, coalesce(title, ''))
           @@ to_tsquery('simple'::regconfig, :q)
+), scored AS (
+    SELECT session_id, seq, rid, score AS mscore, CAST(NULL AS DOUBLE PRECISION) AS tscore
+    FROM best
+    UNION ALL
+    SELECT session_id, CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+        CAST(NULL AS DOUBLE PRECISION), score
+    FROM titled
 ), matched AS (
-    SELECT session_id FROM best UNION SELECT session_id FROM titled
+    SELECT session_id, max(seq) AS seq, max(rid) AS rid, min(mscore) AS mscore,
+        min(tscore) AS tscore
+    FROM scored GROUP BY session_id
 )
 SELECT {columns}
-FROM matched JOIN sessions s ON s.id = matched.session_id
-LEFT JOIN best b ON b.session_id = s.id
-LEFT JOIN titled t ON t.session_id = s.id
+FROM matched m JOIN sessions s ON s.id = m.session_id
 WHERE {where}
 """
 
-_ORDER = " ORDER BY (t.session_id IS NULL), t.score, b.score, s.id LIMIT :limit OFFSET :offset"
+_ORDER = " ORDER BY (m.tscore IS NULL), m.tscore, m.mscore, s.id LIMIT :limit OFFSET :offset"
 
 
 def _query(
     db: AsyncSession, words: Sequence[str], where: SearchFilter
 ) -> tuple[str, dict[str, Any]]:
     postgres = db.get_bind().dialect.name == "postgresql"
-    params: dict[str, Any] = {"q": tsquery(words) if postgres else fts5_query(words)}
+    params: dict[str, Any] = {
+        "q": tsquery(words) if postgres else fts5_query(words),
+        "candidates": CANDIDATES,
+    }
     return (_PG if postgres else _SQLITE), params
 
 
@@ -182,19 +206,19 @@ async def search_sessions(
 ) -> list[Hit]:
     """The matching sessions' ids, best first, with the match to show for each."""
     template, params = _query(db, words, where)
-    columns = "s.id, b.seq, s.title, b.rid"
+    columns = "s.id, m.seq, s.title, m.rid, count(*) OVER () AS total"
     sql = template.format(columns=columns, where=_where(where, params)) + _ORDER
     params.update(limit=limit, offset=offset)
     rows = (await db.execute(_statement(sql, params), params)).all()
     found = [(row[0], int(row[1]), row[3]) for row in rows if row[1] is not None]
     snippets = await _snippets(db, params["q"], found)
     hits = []
-    for session_id, seq, title, _rid in rows:
+    for session_id, seq, title, _rid, _total in rows:
         if seq is not None:
             snippet = snippets.get((session_id, seq), "")
         else:
             snippet = _mark_title(title or "", words)
-        hits.append(Hit(session_id, seq, snippet))
+        hits.append(Hit(session_id, int(_total), seq, snippet))
     return hits
 
 

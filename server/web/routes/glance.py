@@ -97,7 +97,10 @@ async def list_sessions(request: Request) -> Response:
                 if words
                 else []
             )
-            total = await search_store.count_matches(db, words, where) if words else 0
+            # the page's rows carry the count; a page past the end needs it asked
+            total = hits[0].total if hits else 0
+            if words and not hits and offset:
+                total = await search_store.count_matches(db, words, where)
             matches = {hit.session_id: hit for hit in hits}
             found = {r.id: r for r in await _records(db, list(matches))}
             rows = [found[sid] for sid in matches if sid in found]
