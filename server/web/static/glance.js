@@ -185,8 +185,8 @@ export class CreateChoices {
     this.mode = h("select#new-mode", {});
     this.model = h("select#new-model", {});
     this.base = h("input#new-base", { type: "text", placeholder: "HEAD", autocomplete: "off", spellcheck: "false" });
-    this.modeField = h("div.field", { hidden: true }, h("label", { for: "new-mode" }, "Mode"), this.mode);
-    this.modelField = h("div.field", { hidden: true }, h("label", { for: "new-model" }, "Model"), this.model);
+    this.modeField = h("div.field", { hidden: true }, h("label", { for: "new-mode" }, "Start in mode"), this.mode);
+    this.modelField = h("div.field", { hidden: true }, h("label", { for: "new-model" }, "Start with model"), this.model);
     this.baseField = h("div.field", { hidden: true }, h("label", { for: "new-base" }, "Base branch"), this.base);
     this.element = h("div.field-row.create-choices", {}, this.modeField, this.modelField, this.baseField);
     this.modelId = null;

@@ -290,7 +290,7 @@ export class Sidebar {
         h("span.session-sub", {},
           h("span", {}, session.repo?.name || ""),
           h("span", {}, session.agentId),
-          h("span.session-usage", {}, usageText(session)),
+          h("span.session-row-usage", {}, usageText(session)),
           h("time", { datetime: session.lastActivityAt || session.createdAt, title: when(session.lastActivityAt || session.createdAt) },
             ago(session.lastActivityAt || session.createdAt)))),
       actions);
