@@ -27,6 +27,9 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "ListFilter",
     "Usage",
+    "cancel_queued",
+    "queued_runs",
+    "sessions_by_ids",
     "fork_title",
     "last_controls",
     "list_sessions",
@@ -194,3 +197,28 @@ async def last_controls(db: AsyncSession, agent_ids: Sequence[str]) -> dict[str,
         if controls is not None:
             found[agent_id] = controls
     return found
+
+
+async def sessions_by_ids(db: AsyncSession, ids: Sequence[str]) -> list[SessionRecord]:
+    if not ids:
+        return []
+    query = select(SessionRecord).where(SessionRecord.id.in_(list(ids)))
+    return list((await db.execute(query)).scalars())
+
+
+async def cancel_queued(db: AsyncSession, run_ids: Sequence[str], when: datetime) -> None:
+    """Queued runs that will never start end ``cancelled`` (a started one is left)."""
+    await db.execute(
+        update(Run)
+        .where(Run.id.in_(list(run_ids)), Run.status == "queued")
+        .values(status="cancelled", stop_reason="cancelled", completed_at=when)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def queued_runs(db: AsyncSession, session_ids: Sequence[str] | None) -> list[str]:
+    """The ids of runs still ``queued`` (of these sessions, or of all)."""
+    query = select(Run.id).where(Run.status == "queued")
+    if session_ids is not None:
+        query = query.where(Run.session_id.in_(list(session_ids)))
+    return list((await db.execute(query)).scalars())

@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.errors import Conflict, NotFound, TurnInProgress
 from server.sessions.prompt_content import PromptContent
 from store import Database, Run, utcnow
+from store import glance as glance_store
 
 if TYPE_CHECKING:
     from server.sessions.live_session import LiveSession
@@ -159,22 +159,15 @@ class PromptQueue:
 
 
 async def _cancel(db: AsyncSession, run_ids: list[str]) -> None:
-    await db.execute(
-        update(Run)
-        .where(Run.id.in_(run_ids), Run.status == "queued")
-        .values(status="cancelled", stop_reason="cancelled", completed_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    await glance_store.cancel_queued(db, run_ids, utcnow())
 
 
 async def cancel_left_over(database: Database, session_ids: set[str] | None) -> int:
     """Runs left ``queued`` by a server that stopped (of these sessions, or all): their
     prompts were only in its memory. How many were ended."""
     async with database.write() as db, db.begin():
-        query: Any = select(Run.id).where(Run.status == "queued")
-        if session_ids is not None:
-            query = query.where(Run.session_id.in_(sorted(session_ids)))
-        run_ids = list((await db.execute(query)).scalars())
+        only = sorted(session_ids) if session_ids is not None else None
+        run_ids = await glance_store.queued_runs(db, only)
         if run_ids:
             await _cancel(db, run_ids)
     return len(run_ids)

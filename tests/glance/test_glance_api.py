@@ -463,3 +463,24 @@ def test_agents_carry_their_last_controls(client: TestClient, demo_repo_id: str)
     create_session(client, demo_repo_id)
     agent = client.get("/api/agents").json()["agents"][0]
     assert agent["controls"]["modes"]["available"]
+
+
+def test_more_refusals(client: TestClient, demo_repo_id: str) -> None:
+    session = create_session(client, demo_repo_id)
+    sid = session["id"]
+    # no users on this server: visibility cannot take effect
+    assert_error(
+        client.patch(f"/api/sessions/{sid}", json={"visibility": "private"}), 409, "not_supported"
+    )
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert_error(
+        client.delete(f"/api/sessions/{missing}/queue/{missing}"), 404, "session_not_found"
+    )
+    assert_error(client.delete(f"/api/sessions/{sid}/queue/{missing}"), 404, "run_not_found")
+    client.post(f"/api/sessions/{sid}/complete")
+    assert_error(client.delete(f"/api/sessions/{sid}/queue/{missing}"), 404, "run_not_found")
+    assert_error(
+        client.post(f"/api/sessions/{sid}/prompt", json={"text": "x", "queue": True}),
+        409,
+        "session_not_active",
+    )

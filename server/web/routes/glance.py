@@ -5,8 +5,6 @@ controls for the new-session form."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -102,7 +100,7 @@ async def list_sessions(request: Request) -> Response:
             if words and not hits and offset:
                 total = await search_store.count_matches(db, words, where)
             matches = {hit.session_id: hit for hit in hits}
-            found = {r.id: r for r in await _records(db, list(matches))}
+            found = {r.id: r for r in await glance_store.sessions_by_ids(db, list(matches))}
             rows = [found[sid] for sid in matches if sid in found]
             more = False
         else:
@@ -138,13 +136,6 @@ async def list_sessions(request: Request) -> Response:
 
 
 _NO_USAGE = glance_store.Usage()
-
-
-async def _records(db: AsyncSession, ids: list[str]) -> list[SessionRecord]:
-    if not ids:
-        return []
-    query = select(SessionRecord).where(SessionRecord.id.in_(ids))
-    return list((await db.execute(query)).scalars())
 
 
 async def session_glance(state: AppState, record: SessionRecord) -> JsonObject:
