@@ -61,11 +61,12 @@ def terms(query: str) -> list[str]:
     return [w.lower()[:MAX_TERM_CHARS] for w in _WORD.findall(query)][:MAX_TERMS]
 
 
-def fts5_query(words: Sequence[str]) -> str:
+def fts5_query(words: Sequence[str], *, prefix: bool = True) -> str:
     """Every word required; each a quoted phrase (no operator, column filter or NEAR can
-    come from the user), the last a prefix too."""
+    come from the user), the last a prefix too unless ``prefix`` is false."""
     phrases = ['"' + w.replace('"', '""') + '"' for w in words]
-    phrases[-1] += "*"
+    if prefix:
+        phrases[-1] += "*"
     return " ".join(phrases)
 
 
@@ -177,15 +178,30 @@ WHERE {where}
 _ORDER = " ORDER BY (m.tscore IS NULL), m.tscore, m.mscore, s.id LIMIT :limit OFFSET :offset"
 
 
-def _query(
+async def _query(
     db: AsyncSession, words: Sequence[str], where: SearchFilter
 ) -> tuple[str, dict[str, Any]]:
     postgres = db.get_bind().dialect.name == "postgresql"
-    params: dict[str, Any] = {
-        "q": tsquery(words) if postgres else fts5_query(words),
-        "candidates": CANDIDATES,
-    }
+    params: dict[str, Any] = {"candidates": CANDIDATES}
+    if postgres:
+        params["q"] = tsquery(words)
+    else:
+        params["q"] = await _fts5_match(db, words)
     return (_PG if postgres else _SQLITE), params
+
+
+async def _fts5_match(db: AsyncSession, words: Sequence[str]) -> str:
+    """The words exactly when they already fill the candidates, else with the last as a
+    prefix. FTS5 reads an exact term's hits newest first and stops at the candidates; a
+    prefix (without a prefix index) merges every term it covers first, all their hits:
+    a common word typed whole must not pay that."""
+    exact = fts5_query(words, prefix=False)
+    count = text(
+        "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :q "
+        "ORDER BY rowid DESC LIMIT :candidates)"
+    )
+    found = (await db.execute(count, {"q": exact, "candidates": CANDIDATES})).scalar_one()
+    return exact if int(found) >= CANDIDATES else fts5_query(words)
 
 
 def _statement(sql: str, params: dict[str, Any]) -> Any:
@@ -196,7 +212,7 @@ def _statement(sql: str, params: dict[str, Any]) -> Any:
 
 
 async def count_matches(db: AsyncSession, words: Sequence[str], where: SearchFilter) -> int:
-    template, params = _query(db, words, where)
+    template, params = await _query(db, words, where)
     sql = template.format(columns="count(*)", where=_where(where, params))
     return int((await db.execute(_statement(sql, params), params)).scalar_one())
 
@@ -205,7 +221,7 @@ async def search_sessions(
     db: AsyncSession, words: Sequence[str], where: SearchFilter, *, limit: int, offset: int
 ) -> list[Hit]:
     """The matching sessions' ids, best first, with the match to show for each."""
-    template, params = _query(db, words, where)
+    template, params = await _query(db, words, where)
     columns = "s.id, m.seq, s.title, m.rid, count(*) OVER () AS total"
     sql = template.format(columns=columns, where=_where(where, params)) + _ORDER
     params.update(limit=limit, offset=offset)

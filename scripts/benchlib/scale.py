@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pg", help="with --search: also on this PostgreSQL server URL")
     parser.add_argument("--messages", type=int, default=1_000_000, help="with --search")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --search: ingest A/B rounds (0: none)"
+    )
     args = parser.parse_args(argv)
     if args.search:
         return _search_main(args)
@@ -246,7 +249,7 @@ def _search_main(args: argparse.Namespace) -> int:
             messages=20_000 if quick else args.messages,
             sessions=200 if quick else 10_000,
             ingest=2_000 if quick else 20_000,
-            rounds=2,
+            rounds=args.rounds,
             samples=10 if quick else 20,
         )
     finally:

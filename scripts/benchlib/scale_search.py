@@ -368,6 +368,13 @@ def run_search(
             figures: dict[str, Any] = {"build": built}
             env = {"DATABASE_URL": url, "MAX_CONCURRENT_SESSIONS": "20"}
             ab: dict[str, list[dict[str, Any]]] = {"indexed": [], "unindexed": []}
+            if not rounds:  # the search latency alone
+                server = Server.start(tracker, serve_dir, env=env, log_name=f"server-{kind}.log")
+                try:
+                    log(f"  {kind}: search latency")
+                    figures["search"] = _search_pages(server, samples)
+                finally:
+                    tracker.stop(server.process, timeout=60)
             for round_ in range(rounds):
                 for variant in (
                     ("indexed", "unindexed") if round_ % 2 == 0 else ("unindexed", "indexed")
@@ -390,22 +397,26 @@ def run_search(
                         )
                     finally:
                         tracker.stop(server.process, timeout=60)
-            figures["ingest"] = {
-                variant: {
-                    "updates_per_s": median(
-                        [r["updates_per_s"] for r in runs if r["updates_per_s"]]
-                    ),
-                    "cpu_us_per_update": median([r["cpu_us_per_update"] for r in runs]),
-                    "runs": [
-                        {
-                            "updates_per_s": r["updates_per_s"],
-                            "cpu_us_per_update": r["cpu_us_per_update"],
-                        }
-                        for r in runs
-                    ],
+            figures["ingest"] = (
+                None
+                if not rounds
+                else {
+                    variant: {
+                        "updates_per_s": median(
+                            [r["updates_per_s"] for r in runs if r["updates_per_s"]]
+                        ),
+                        "cpu_us_per_update": median([r["cpu_us_per_update"] for r in runs]),
+                        "runs": [
+                            {
+                                "updates_per_s": r["updates_per_s"],
+                                "cpu_us_per_update": r["cpu_us_per_update"],
+                            }
+                            for r in runs
+                        ],
+                    }
+                    for variant, runs in ab.items()
                 }
-                for variant, runs in ab.items()
-            }
+            )
             results["databases"][kind] = figures
         if pg_url:
             asyncio.run(_drop_database(pg_url, targets[-1][1]))
@@ -425,6 +436,8 @@ def table(results: dict[str, Any]) -> str:
                 f"  {name:12} q={page['query']!r:24} p50 {page['p50_ms']:7.1f} ms  "
                 f"p95 {page['p95_ms']:7.1f} ms  ({page['sessions_matched']} sessions)"
             )
+        if not figures["ingest"]:
+            continue
         on, off = figures["ingest"]["indexed"], figures["ingest"]["unindexed"]
         lines.append(
             f"  ingest: {on['updates_per_s']:,.0f}/s indexed vs {off['updates_per_s']:,.0f}/s not "
