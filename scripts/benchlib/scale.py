@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pg", help="with --search: also on this PostgreSQL server URL")
     parser.add_argument("--messages", type=int, default=1_000_000, help="with --search")
+    parser.add_argument("--skip-sqlite", action="store_true", help="with --search --pg")
     parser.add_argument(
         "--rounds", type=int, default=2, help="with --search: ingest A/B rounds (0: none)"
     )
@@ -250,6 +251,7 @@ def _search_main(args: argparse.Namespace) -> int:
             sessions=200 if quick else 10_000,
             ingest=2_000 if quick else 20_000,
             rounds=args.rounds,
+            skip_sqlite=args.skip_sqlite,
             samples=10 if quick else 20,
         )
     finally:

@@ -203,7 +203,7 @@ async def _pg_build(url: str, repo_path: Path, sessions: int, messages: int) -> 
         ids = [str(uuid.uuid4()) for _ in range(sessions)]
         epoch = _EPOCH.replace(tzinfo=UTC)
         started = time.perf_counter()
-        await db.execute("DROP INDEX IF EXISTS ix_messages_search")
+        await _pg_index(db, keep=False)
         await db.execute(
             "INSERT INTO repos (id, name, path, is_git_repo, created_at)"
             " VALUES ($1, $2, $3, false, $4)",
@@ -295,10 +295,14 @@ async def _pg_insert(db: Any, rows: list[tuple[Any, ...]]) -> None:
 
 
 async def _pg_index(db: Any, *, keep: bool) -> float:
+    """The message search indexes of 0009 made (keep) or dropped."""
     started = time.perf_counter()
     await db.execute("DROP INDEX IF EXISTS ix_messages_search")
+    await db.execute("DROP INDEX IF EXISTS ix_messages_search_recent")
     if keep:
-        await db.execute(_migration().PG_UP[0])
+        for statement in _migration().PG_UP:
+            if "ON messages" in statement:
+                await db.execute(statement)
     return time.perf_counter() - started
 
 
@@ -341,6 +345,7 @@ def run_search(
     ingest: int,
     rounds: int,
     samples: int,
+    skip_sqlite: bool = False,
 ) -> dict[str, Any]:
     tracker = Tracker()
     ctx = Context(replace(FULL), workdir, tracker, log=log)
@@ -351,9 +356,10 @@ def run_search(
     try:
         targets: list[tuple[str, str, Any]] = []
         path = workdir / "search.sqlite"
-        log(f"SQLite: building {messages:,} final texts over {sessions:,} sessions")
-        built = build_sqlite(path, repo_path, sessions, messages, log)
-        targets.append(("sqlite", f"sqlite+aiosqlite:///{path}", built))
+        if not skip_sqlite:
+            log(f"SQLite: building {messages:,} final texts over {sessions:,} sessions")
+            built = build_sqlite(path, repo_path, sessions, messages, log)
+            targets.append(("sqlite", f"sqlite+aiosqlite:///{path}", built))
         if pg_url:
             from benchlib.pg import _drop_database, _fresh_database
 
