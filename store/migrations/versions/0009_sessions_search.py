@@ -70,13 +70,8 @@ PG_UP = (
     "WHERE partial = false AND type = 'text' AND dropped = false",
     "CREATE INDEX ix_sessions_search ON sessions "
     "USING gin (to_tsvector('simple'::regconfig, coalesce(title, '')))",
-    # the newest final texts, walked backwards when a word is too common for the GIN
-    # bitmap (every match at once) to pay; chunks are not in it
-    "CREATE INDEX ix_messages_search_recent ON messages (created_at) "
-    "WHERE partial = false AND type = 'text' AND dropped = false",
 )
 PG_DOWN = (
-    "DROP INDEX IF EXISTS ix_messages_search_recent",
     "DROP INDEX IF EXISTS ix_messages_search",
     "DROP INDEX IF EXISTS ix_sessions_search",
 )
