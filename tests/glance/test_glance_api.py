@@ -269,7 +269,14 @@ def test_archive_hides_and_shows(client: TestClient, demo_repo_id: str) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"title": ""}, {"title": "  "}, {"title": 3}, {"archived": "yes"}, {"visibility": "all"}],
+    [
+        {"title": ""},
+        {"title": "  "},
+        {"title": 3},
+        {"title": "x" * 501},
+        {"archived": "yes"},
+        {"visibility": "all"},
+    ],
 )
 def test_patch_refusals(client: TestClient, demo_repo_id: str, body: dict[str, Any]) -> None:
     session = create_session(client, demo_repo_id)

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_bridge.jsontypes import JsonObject
+from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions import keeping
 from server.sessions.errors import NotFound
@@ -147,10 +147,26 @@ async def session_glance(state: AppState, record: SessionRecord) -> JsonObject:
     return glance_view(record, repo, usage.get(record.id, _NO_USAGE))
 
 
+MAX_TITLE = 500
+
+
+def _title(value: JsonValue) -> str | None:
+    """A new title: a non-blank string of at most ``MAX_TITLE`` characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError.validation("title must be a non-blank string.", field="title")
+    if len(value) > MAX_TITLE:
+        raise ApiError.validation(f"title must be at most {MAX_TITLE} characters.", field="title")
+    return value
+
+
 async def patch_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    body = await read_struct(request, shapes.PatchSession, state.settings.max_body_bytes)
+    body = await read_struct(
+        request, shapes.PatchSession, state.settings.max_body_bytes, checks={"title": _title}
+    )
     record = await keeping.patch_session(
         state.hub,
         session_id,
