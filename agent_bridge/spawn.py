@@ -3,7 +3,7 @@ threads: aiosqlite and ``to_thread`` start some).
 
 The child is started in its own session (``start_new_session``, done by the kernel's
 ``setsid`` in the spawn itself) through a tiny exec wrapper, a second interpreter run
-with ``-I -S`` (about 25 ms): ``agent_bridge/wrapper.py`` says what it does (the
+with ``-I -S`` (it starts fast): ``agent_bridge/wrapper.py`` says what it does (the
 parent-death signal, the agent's cgroup and its guard, the working directory, the exec).
 
 PDEATHSIG fires when the *thread* that forked dies, not the process: spawn only from

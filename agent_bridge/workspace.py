@@ -175,6 +175,11 @@ class Workspace:
         """
         if (line is not None and line < 1) or (limit is not None and limit < 0):
             raise ValueError("line must be >= 1 and limit >= 0")
+        data = self.read_bytes(path)
+        return _slice_lines(data.decode("utf-8", errors="replace"), line, limit)
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a regular file's bytes (at most ``max_file_bytes``)."""
         given = os.fspath(path)
         real = self.resolve(given)
         dir_fd, name = self._open_parent(real, given, create=False)
@@ -186,15 +191,17 @@ class Workspace:
         try:
             if self._check_open_file(fd, given).st_size > self._max_file_bytes:
                 raise self._refuse(FileRefused, given, "too_large")
-            data = self._read_bounded(fd, given)
+            return self._read_bounded(fd, given)
         finally:
             os.close(fd)
-        return _slice_lines(data.decode("utf-8", errors="replace"), line, limit)
 
     def write_text(self, path: str, content: str) -> None:
         """Create or overwrite a regular file (and missing parent directories) with `content`."""
+        self.write_bytes(path, content.encode("utf-8"))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or overwrite a regular file (and missing parent directories) with `data`."""
         given = os.fspath(path)
-        data = content.encode("utf-8")
         if len(data) > self._max_file_bytes:
             raise self._refuse(FileRefused, given, "too_large")
         real = self.resolve(given)

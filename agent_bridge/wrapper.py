@@ -125,8 +125,8 @@ def remove_cgroup(path: str, timeout: float = KILL_TIMEOUT) -> bool:  # noqa: AS
 def join(cgroup: str, pid: int) -> bool:
     """Make the cgroup ``cgroup`` and move ``pid`` into it. Both the server (while this
     interpreter starts) and the wrapper (before the exec, if it is not in yet) do it: a
-    move into a cgroup waits for an RCU grace period (often 10-20 ms) that way mostly
-    overlaps the start-up."""
+    move into a cgroup waits for an RCU grace period, which that way mostly overlaps
+    the start-up."""
     try:
         os.mkdir(cgroup)
     except FileExistsError:

@@ -7,7 +7,7 @@ into fresh migrated databases: once with the stats triggers as migrated, once wi
 dropped. Phases: ``tools`` (each call: insert pending, update in_progress, two output
 updates, update completed; 5 % end in error), ``text`` (message rows and session activity:
 no trigger on those tables, the control) and ``runs`` (a run row inserted, then completed).
-Prints the best of ``--repeat`` rounds per phase and variant. Figures go in the README.
+Prints the best of ``--repeat`` rounds per phase and variant. Figures go in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from store import open_database, rollup, upgrade
-from store.hot_writes import HotBatch, SqliteHotWriter, ToolCallInsert, ToolCallUpdate, sqlite_stamp
+from store.hot_batch import HotBatch, ToolCallInsert, ToolCallUpdate
+from store.hot_writes import SqliteHotWriter
+from store.message_row import MessageRow, sqlite_stamp
 
 REPO = "00000000-0000-4000-8000-000000000001"
 SESSION = "00000000-0000-4000-8000-000000000002"
@@ -133,25 +135,25 @@ def text_phase(path: Path, messages: int, batch: int) -> float:
         run_id = _run_rows(conn, 1)[0]
     stamp = sqlite_stamp(datetime.now(UTC))
     rows = [
-        (
-            str(uuid.uuid4()),
-            SESSION,
-            seq,
-            run_id,
-            1,
-            "assistant",
-            "text",
-            1,
-            0,
-            '"chunk of text"',
-            None,
-            stamp,
+        MessageRow(
+            id=str(uuid.uuid4()),
+            session_id=SESSION,
+            seq=seq,
+            run_id=run_id,
+            step_number=1,
+            role="assistant",
+            type="text",
+            partial=True,
+            dropped=False,
+            content='"chunk of text"',
+            raw=None,
+            created_at=stamp,
         )
         for seq in range(1, messages + 1)
     ]
     writer = SqliteHotWriter(str(path))
     batches = [
-        HotBatch(messages=rows[i : i + batch], activity={SESSION: (rows[i + batch - 1][2], stamp)})
+        HotBatch(messages=rows[i : i + batch], activity={SESSION: (rows[i + batch - 1].seq, stamp)})
         for i in range(0, len(rows), batch)
     ]
     start = time.thread_time()

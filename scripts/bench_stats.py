@@ -5,7 +5,7 @@ asyncpg COPY) with the roll-up's triggers off, then fills the roll-up as migrati
 does (timed: the migration's cost on such a database) and turns the triggers back on, then
 times the queries the routes run (``store.stats_fast``, ``store.tool_stats_fast``) several
 times each and prints the median and the best. SQLite always; PostgreSQL with ``--pg URL`` (the
-wrapper passes one from scripts/pg when PG=1). Figures go in the README, not in tests.
+wrapper passes one from scripts/pg when PG=1). Figures go in docs/performance.md, not in tests.
 
 History: ``--runs`` (default 1 000 000) runs over the last 365 days, 4 agents, 5 repos,
 statuses 85 % completed / 6 % failed / 4 % cancelled / 3 % paused / 2 % interrupted,

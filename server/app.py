@@ -1,5 +1,6 @@
 """``create_app(settings)``: the Starlette application. Everything with a lifetime (the
-database, writer, broker, hub and their tasks) is built in the lifespan, nothing at import."""
+database, writer, broker, the session domain and their tasks) is built in the lifespan,
+nothing at import."""
 
 from __future__ import annotations
 
@@ -23,9 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent_bridge import become_subreaper
 from server.cluster import Cluster
 from server.logs import REQUEST_ID
-from server.sessions.agents import load_agents
-from server.sessions.hub import Hub
-from server.sessions.workspaces import service as workspace_service
+from server.sessions import Sessions, load_agents
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
@@ -38,6 +37,7 @@ from server.web.routes import (
     ops,
     prompts,
     repos,
+    review,
     runs,
     sessions,
     stats,
@@ -104,8 +104,8 @@ def ui_routes(directory: Path) -> list[Route]:
 
 
 def openapi_route() -> Route:
-    """``GET /openapi.json``; the document's modules load on its first request (~30 ms
-    less start-up)."""
+    """``GET /openapi.json``; the document's modules load on its first request, not
+    during every start-up."""
 
     async def endpoint(request: Request) -> Response:
         from server.web.openapi import openapi_json
@@ -159,8 +159,8 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
             await upgrade(db)
             broker = Broker()
 
-            async def take_over(session_ids: set[str]) -> None:  # runs once the hub exists
-                await hub.recover_sessions(session_ids)
+            async def take_over(session_ids: set[str]) -> None:  # runs once the domain exists
+                await domain.take_over(session_ids)
 
             cluster = Cluster(settings, db, broker, on_takeover=take_over)
             writer = Writer(
@@ -169,23 +169,22 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 notify=cluster.notify if cluster.enabled else None,
                 announce=cluster.announcement if cluster.enabled else None,
             )
-            hub = Hub(settings, db, writer, broker, agents, cluster, clock)
+            domain = Sessions.build(settings, db, writer, broker, agents, cluster, clock)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer.run)
-                await tg.start(hub.run)
+                await tg.start(domain.run)
                 await tg.start(cluster.run)
-                await hub.recover()
-                await workspace_service.recover(hub)
+                await domain.start()
                 if settings.auto_register_repos:
                     await auto_register(settings, db)
                 app.state.agent_sessions = AppState(
-                    settings, db, writer, broker, hub, agents, cluster
+                    settings, db, writer, broker, domain, agents, cluster
                 )
                 log.info("ready", extra={"event": "ready"})
                 try:
                     yield
                 finally:
-                    await hub.shutdown()  # bounded: each agent's stop has a deadline
+                    await domain.shutdown()  # bounded: each agent's stop has a deadline
                     with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                         await writer.drain()
                     tg.cancel_scope.cancel()
@@ -201,6 +200,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *controls.routes,
         *prompts.routes,
         *workspaces.routes,
+        *review.routes,
         *runs.routes,
         *stats.routes,
         *glance.routes,

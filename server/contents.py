@@ -38,6 +38,8 @@ __all__ = [
     "PermissionOutcome",
     "PlanContent",
     "PromptCapabilities",
+    "ReviewComment",
+    "ReviewContent",
     "RunContent",
     "StatusContent",
     "TextContent",
@@ -128,6 +130,26 @@ class FileAttachment(TypedDict):
 # -- message contents (API.md "Messages": one per ``type``) ----------------------------
 
 
+class ReviewComment(TypedDict):
+    """A line comment of a review prompt (API.md, Review); ``text`` is the line quoted."""
+
+    path: str
+    line: int
+    side: Literal["new", "old"]
+    body: str
+    text: str
+
+
+class ReviewContent(TypedDict):
+    """``review``: a change a person undid in review."""
+
+    type: Literal["review"]
+    action: Literal["revert"]
+    path: str
+    hunks: list[int] | None
+    by: ChangedBy
+
+
 class TextContent(TypedDict):
     """``text``: a user's prompt (``attachments`` when it had blocks) or the agent's text
     (``partial``: a chunk, or the whole message after them)."""
@@ -136,6 +158,7 @@ class TextContent(TypedDict):
     text: str
     partial: NotRequired[bool]
     attachments: NotRequired[list[ImageAttachment | FileAttachment]]
+    comments: NotRequired[list[ReviewComment]]
 
 
 class ThoughtContent(TypedDict):
@@ -251,6 +274,7 @@ Content: TypeAlias = (
     | UsageContent
     | ControlsContent
     | ElicitationContent
+    | ReviewContent
     | UpdateContent
 )
 

@@ -3,9 +3,9 @@
 A flood's batch is thousands of rows, frames and their texts (a ~5 KB tool update makes
 ~30 KB of them), built, sent and freed together. With glibc's defaults the free at the
 top of the heap goes back to the system (above 128 KB, or twice the largest block mapped
-on its own so far), and the next batch faults every page in again: building 2 000
-frames of 5 KB took 2.8 us a frame on memory just handed back against 0.7 on memory kept
-(``stored_frames``, one process, 6 rounds). ``tune`` raises the trim threshold to
+on its own so far), and the next batch faults every page in again: building a batch's
+frames on memory just handed back cost several times what it cost on memory kept
+(bench/results/notes.md). ``tune`` raises the trim threshold to
 ``KEEP_BYTES`` and lets blocks up to ``MMAP_BYTES`` come from the heap (glibc's own
 maximum), so that a flood runs on memory it already has. The price is memory kept after
 a flood: at most ``KEEP_BYTES`` free at the top of each of malloc's arenas.

@@ -48,6 +48,7 @@ __all__ = [
     "SessionStatus",
     "ToolCall",
     "ToolStatus",
+    "Merged",
     "Workspace",
 ]
 
@@ -69,6 +70,7 @@ MessageType = Literal[
     "usage",
     "controls",
     "elicitation",
+    "review",
     "update",
 ]
 
@@ -105,6 +107,14 @@ class ForkedFrom(_Shape):
     seq: Count
 
 
+class Merged(_Shape):
+    """The session's branch went into ``into`` as ``commit`` at ``at``."""
+
+    commit: str | None
+    into: str
+    at: str
+
+
 class Workspace(_Shape):
     """Where the session's agent works: the repository itself, or its own git worktree."""
 
@@ -113,6 +123,7 @@ class Workspace(_Shape):
     branch: str | None
     base_ref: str | None
     base_commit: str | None
+    merged: Merged | None
 
 
 TitleSource = Literal["user", "agent", "prompt"]
@@ -149,7 +160,7 @@ class Session(msgspec.Struct, rename="camel"):
     forked_from: ForkedFrom | None
     metadata: JsonObject
     workspace: Workspace
-    controls: JsonObject  # API.md "Agent controls" (server.sessions.controls)
+    controls: JsonObject  # API.md "Agent controls" (server.sessions.live.controls_state)
     title_source: TitleSource | None = None
     archived: bool = False
     last_activity_at: Time | None = None
@@ -353,6 +364,6 @@ class SetConfigCommand(_Body):  # the REST twin takes the config id in the path
     value: ConfigValue
 
 
-class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the hub
+class PermissionCommand(_Body):  # any strings: an unknown one is a 404 / 422 of the domain
     request_id: str
     option_id: str

@@ -3,17 +3,16 @@
 SQLite runs a checkpoint inside the ``COMMIT`` that takes the WAL past 1 000 pages (its
 ``wal_autocheckpoint``): it copies the WAL's pages into the database file and fsyncs
 both. On the hot writer that stalled the commit pipeline every few hundred commits for
-several milliseconds, and the updates queued behind it made p99 latency at 1 000
-updates/s (4 000 updates, `scripts/bench-ab`, 4 rounds): 10.0 ms with SQLite's own
-checkpoints, 1.5 ms with none on the commit path. The hot writer's connections turn
-``wal_autocheckpoint`` off and ask this thread for a ``PASSIVE`` checkpoint (it never
-waits for readers or writers; writers keep appending to the WAL while it copies) every
-``EVERY_COMMITS`` commits or ``EVERY_ROWS`` rows.
+several milliseconds, and the updates queued behind it set the p99 latency at a paced
+rate (bench/results/notes.md). The hot writer's connections turn ``wal_autocheckpoint``
+off and ask this thread for a ``PASSIVE`` checkpoint (it never waits for readers or
+writers; writers keep appending to the WAL while it copies) every ``EVERY_COMMITS``
+commits or ``EVERY_ROWS`` rows.
 
 Under a flood the thread copies while commits keep landing, so the WAL is never copied
-in full and never starts over: it grew for as long as the flood lasted (~13 KB a tool
-update). Once its file passes ``WAL_CAP_BYTES`` the writer copies it in itself, between
-two of its commits (``cap``), and the next commit starts it over.
+in full and never starts over: it grew for as long as the flood lasted. Once its file
+passes ``WAL_CAP_BYTES`` the writer copies it in itself, between two of its commits
+(``cap``), and the next commit starts it over.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ EVERY_ROWS = 2000
 # instead of leaving it at the flood's size until 200 more commits ask for a checkpoint.
 RETRY_SECONDS = 1.0
 # The most the WAL file may grow to in a flood (8 × journal_size_limit): past it the
-# writer's commits wait while what the thread has not copied yet is copied in (a
-# 30 000-tool-update flood stays under it, at 380-440 MB).
+# writer's commits wait while what the thread has not copied yet is copied in (the
+# bench's tool-update flood stays under it).
 WAL_CAP_BYTES = 512 * 1024 * 1024
 
 

@@ -31,8 +31,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_PAGE_SIZE = 8192  # a new database's (see _sqlite_pragmas)
 # What the WAL file is cut back to when a writer starts it over after a complete
 # checkpoint. With checkpoints off the commit path (store/checkpoints.py) a flood never
-# lets the WAL restart, so it grows (380-440 MB for 30 000 ~5 KB tool updates) and,
-# without a limit, keeps that size on disk for good.
+# lets the WAL restart, so it grows (hundreds of MB in a long flood of tool updates)
+# and, without a limit, keeps that size on disk for good.
 SQLITE_WAL_LIMIT_BYTES = 64 * 1024 * 1024
 _PING = text("SELECT 1")
 
@@ -60,9 +60,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # A new database's page size (before WAL mode writes its header; a no-op on an existing
     # file). A ~5 KB tool update's row (content and raw frame, ~10.5 KB) takes two overflow
     # pages of 4 KB or one of 8 KB (besides its leaf cell): fewer pages, WAL frames (two
-    # writes each) and checkpoint copies per row. 20 000-tool-update flood: writer thread
-    # 38.5-40.5 -> 31-33.5 us an update; paced text at 1 000/s and text floods unchanged
-    # within noise.
+    # writes each) and checkpoint copies per row: the writer's thread does less per tool
+    # update, and text updates cost the same (bench/results/notes.md).
     cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
     for pragma in sqlite_pragmas():
         cursor.execute(f"PRAGMA {pragma}")

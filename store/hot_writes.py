@@ -7,166 +7,82 @@ own that only the writer's thread uses. The rows stored are exactly what SQLAlch
 would store (same JSON text, same timestamp text on SQLite, 0/1 booleans), so readers
 through the ORM see no difference.
 
-A profile of a 40 000-update flood (py-spy on the server) showed SQLAlchemy's
-executemany and the aiosqlite hand-offs as the largest part of the event loop's time
-per update after parsing: bind processors per row per column (JSON, the UTC datetime
-decorator, the datetime format, booleans), statement compile-cache lookups, and a dozen
-thread hops per transaction.
+Why: profiles of a flood showed SQLAlchemy's executemany and the aiosqlite hand-offs as
+the largest part of the event loop's time per update after parsing: bind processors per
+row per column (JSON, the UTC datetime decorator, the datetime format, booleans),
+statement compile-cache lookups, and a dozen thread hops per transaction
+(bench/results/notes.md has the figures).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from itertools import chain
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import orjson
+from msgspec.structs import astuple
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from store import runs as run_store
 from store.checkpoints import Checkpointer
 from store.engine import SQLITE_BUSY_TIMEOUT_MS, sqlite_pragmas
-from store.models import ToolCall
+from store.hot_batch import (
+    JSON_TOOL_COLUMNS,
+    STEP_COUNT,
+    HotBatch,
+    HotWriter,
+    ToolCallInsert,
+    ToolCallUpdate,
+    check_tool_columns,
+)
+from store.hot_writes_pg import PgHotWriter
+from store.message_row import MESSAGE_COLUMNS, MessageRow, sqlite_stamp
 
 __all__ = [
-    "HotBatch",
-    "HotWriter",
-    "MESSAGE_COLUMNS",
-    "MessageRow",
+    "INLINE_ROWS",
     "ROWS_PER_INSERT",
     "SqliteHotWriter",
-    "ToolCallInsert",
-    "ToolCallUpdate",
     "hot_writer_for",
-    "message_dict",
-    "sqlite_stamp",
 ]
 
 _NOTE_ACTIVITY = "UPDATE sessions SET last_seq=?, updated_at=?, last_activity_at=? WHERE id=?"
-_STEP_COUNT = "UPDATE runs SET step_count=? WHERE id=?"
-_JSON_COLUMNS = frozenset({"input", "output"})
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # A batch this small (paced updates: one or a few rows) is committed on the event loop's
 # thread when the write lock is free: the hand-off to the writer's thread and back (two
-# thread wake-ups, a self-pipe write) cost more than the commit itself. At 1 000
-# updates/s (one row a commit) the server's CPU fell from ~395 to ~300 us an update.
+# thread wake-ups, a self-pipe write) costs more than the commit itself.
 INLINE_ROWS = 8
-# The writer's thread commits a flood's batches (up to 2 000 rows; ~20 MB for ~5 KB tool
-# updates). With SQLite's default page cache (2 MB) such a transaction spills dirty pages
-# into the WAL before its COMMIT and writes the B-tree pages it touches again after
-# (py-spy, 20 000-tool-update flood: sqlite3PcacheFetchStress 23 % of the writer
-# thread's samples). With room for the batch, each page goes to the WAL once, at COMMIT.
-# The cache grows to this only while such batches are written (the thread's connection).
+# The writer's thread commits a flood's batches (up to the writer's MAX_BATCH_ROWS, many
+# MB of tool updates). With SQLite's default page cache (2 MB) such a transaction spills
+# dirty pages into the WAL before its COMMIT and writes the B-tree pages it touches again
+# after (a profile of a tool-update flood had the writer's thread in
+# sqlite3PcacheFetchStress). With room for the batch, each page goes to the WAL once, at
+# COMMIT. The cache grows to this only while such batches are written (the thread's
+# connection).
 WRITER_CACHE_KIB = 32768
-_TOOL_COLUMNS = frozenset(column.name for column in ToolCall.__table__.columns)
 
-# (id, session_id, seq, run_id, step_number, role, type, partial, dropped, content, raw,
-# created_at): partial and dropped 0/1, content and raw JSON text, created_at the text
-# of sqlite_stamp: exactly the values SQLAlchemy binds on SQLite.
-MessageRow = tuple[str, str, int, str | None, int | None, str, str, int, int, str, str | None, str]
-MESSAGE_COLUMNS = (
-    "id",
-    "session_id",
-    "seq",
-    "run_id",
-    "step_number",
-    "role",
-    "type",
-    "partial",
-    "dropped",
-    "content",
-    "raw",
-    "created_at",
-)
-"""The messages table's columns in the order of a ``MessageRow``."""
-_ROW_KEYS = MESSAGE_COLUMNS[:-1]
 _COLUMN_LIST = ", ".join(MESSAGE_COLUMNS)
-_ROW_MARKS = "(?,?,?,?,?,?,?,?,?,?,?,?)"
+_ROW_MARKS = "(" + ",".join("?" * len(MESSAGE_COLUMNS)) + ")"
 _INSERT_MESSAGES = f"INSERT INTO messages ({_COLUMN_LIST}) VALUES {_ROW_MARKS}"  # noqa: S608 - constant columns
 # A flood's batch goes in as INSERTs of this many rows each (the rest one by one). The
 # sqlite3 module gives up the GIL around each statement's step and takes it back after:
 # an executemany of one-row INSERTs takes the GIL back once a row, and while the event
-# loop's thread runs Python each of those waits for it to let go. A 20 000-tool-update
-# flood committed 2 000-row batches (the most the writer takes), the writer's thread
-# waiting on the GIL; raw sqlite3 inserting those rows next to a thread running Python
-# (200 us of it between GIL releases): 12.0-12.9 k rows/s one row a statement, 20.3-20.5 k
-# rows/s with 50 (23 k alone, either way). 64 rows: 768 parameters, under SQLite's
-# oldest default limit (999).
+# loop's thread runs Python each of those waits for it to let go; with many rows a
+# statement the writer's thread waits far less often. 64 rows of 12 columns: 768
+# parameters, under SQLite's oldest default limit (999).
 ROWS_PER_INSERT = 64
 _INSERT_MESSAGE_ROWS = (
     f"INSERT INTO messages ({_COLUMN_LIST}) VALUES {','.join([_ROW_MARKS] * ROWS_PER_INSERT)}"  # noqa: S608 - constant columns
 )
 
 
-class ToolCallInsert:
-    """The writer's op for a tool call's first row (and its run's step count). Run as an
-    op on the SQLAlchemy path; the hot path writes it as a row of its batch."""
-
-    __slots__ = ("row", "run_id", "step")
-
-    def __init__(self, row: run_store.ToolCallValues, run_id: str, step: int) -> None:
-        self.row = row
-        self.run_id = run_id
-        self.step = step
-
-    async def __call__(self, db: AsyncSession) -> None:
-        await run_store.insert_tool_call(db, self.row, self.run_id, self.step)
-
-
-class ToolCallUpdate:
-    """The writer's op for a tool call's later state. ``take`` returns the values merged
-    since the op was queued (the same values again on a retry)."""
-
-    __slots__ = ("row_id", "take")
-
-    def __init__(self, row_id: str, take: Callable[[], run_store.ToolCallValues]) -> None:
-        self.row_id = row_id
-        self.take = take
-
-    async def __call__(self, db: AsyncSession) -> None:
-        await run_store.update_tool_call(db, self.row_id, self.take())
-
-
-HOT_OPS = (ToolCallInsert, ToolCallUpdate)
-
-
-@dataclass(slots=True)
-class HotBatch:
-    """One transaction's worth: message rows, each session's last (seq, time), tool ops."""
-
-    messages: list[MessageRow] = field(default_factory=list)
-    activity: dict[str, tuple[int, str]] = field(default_factory=dict)  # seq, stamp
-    stamps: dict[str, datetime] = field(default_factory=dict)  # stamp -> its datetime
-    tools: list[ToolCallInsert | ToolCallUpdate] = field(default_factory=list)
-
-
-def message_dict(row: MessageRow, created_at: datetime) -> dict[str, Any]:
-    """``row`` by column name (content and raw still JSON text), stamped ``created_at``."""
-    values: dict[str, Any] = dict(zip(_ROW_KEYS, row, strict=False))
-    values["partial"] = bool(row[7])
-    values["dropped"] = bool(row[8])
-    values["created_at"] = created_at
-    return values
-
-
-def sqlite_stamp(value: datetime) -> str:
-    """SQLAlchemy's SQLite text for a UTC datetime (its DATETIME storage format,
-    ``YYYY-MM-DD HH:MM:SS.ffffff``); ``isoformat`` is C, a third of an f-string's cost."""
-    if value.tzinfo is not UTC and value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.isoformat(" ", "microseconds")[:26]
-
-
 def _sqlite_value(column: str, value: Any) -> Any:
     if value is None:
         return None
-    if column in _JSON_COLUMNS:
+    if column in JSON_TOOL_COLUMNS:
         return orjson.dumps(value).decode()
     if isinstance(value, datetime):
         return sqlite_stamp(value)
@@ -283,15 +199,14 @@ class SqliteHotWriter:
             params.append(row)
             if isinstance(op, ToolCallInsert):
                 conn.executemany(sql, params)
-                conn.execute(_STEP_COUNT, (op.step, op.run_id))
+                conn.execute(STEP_COUNT, (op.step, op.run_id))
                 sql, params = None, []
         if sql is not None and params:
             conn.executemany(sql, params)
 
     def _statement(self, key: tuple[str, tuple[str, ...]]) -> str:
         kind, columns = key
-        if not _TOOL_COLUMNS.issuperset(columns):  # names from code, never from input
-            raise ValueError(f"not tool_calls columns: {sorted(set(columns) - _TOOL_COLUMNS)}")
+        check_tool_columns(columns)
         if kind == "insert":
             marks = ",".join("?" * len(columns))
             text = f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608 - checked column names
@@ -317,18 +232,12 @@ def _insert_messages(conn: sqlite3.Connection, rows: list[MessageRow]) -> None:
         conn.executemany(
             _INSERT_MESSAGE_ROWS,
             [
-                tuple(flat(rows[at : at + ROWS_PER_INSERT]))
+                tuple(flat(map(astuple, rows[at : at + ROWS_PER_INSERT])))
                 for at in range(0, many, ROWS_PER_INSERT)
             ],
         )
     if many < len(rows):
-        conn.executemany(_INSERT_MESSAGES, rows[many:])
-
-
-class HotWriter(Protocol):
-    async def commit(self, batch: HotBatch, announce: tuple[str, list[str]] | None) -> None: ...
-
-    async def close(self) -> None: ...
+        conn.executemany(_INSERT_MESSAGES, map(astuple, rows[many:]))
 
 
 def hot_writer_for(url: str) -> HotWriter | None:
@@ -336,8 +245,6 @@ def hot_writer_for(url: str) -> HotWriter | None:
     get one; anything else (an in-memory database) stays on SQLAlchemy."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "asyncpg":
-        from store.hot_writes_pg import PgHotWriter
-
         return PgHotWriter(url)
     if parsed.get_backend_name() != "sqlite":
         return None

@@ -14,27 +14,30 @@ import threading
 from typing import Any
 
 import orjson
+from msgspec.structs import astuple
 from sqlalchemy.engine import make_url
 
-from store.hot_writes import (
-    _STEP_COUNT,
-    _TOOL_COLUMNS,
-    MESSAGE_COLUMNS,
+from store.hot_batch import (
+    JSON_TOOL_COLUMNS,
+    STEP_COUNT,
     HotBatch,
     ToolCallInsert,
+    check_tool_columns,
 )
+from store.message_row import MESSAGE_COLUMNS
 
 __all__ = ["PgHotWriter"]
 
 _NOTE_ACTIVITY = "UPDATE sessions SET last_seq=$1, updated_at=$2, last_activity_at=$2 WHERE id=$3"
-_STEP_COUNT_PG = _STEP_COUNT.replace("step_count=?", "step_count=$1").replace("id=?", "id=$2")
+_STEP_COUNT = STEP_COUNT.replace("step_count=?", "step_count=$1").replace("id=?", "id=$2")
 _NOTIFY = "SELECT pg_notify($1, $2)"
+assert MESSAGE_COLUMNS[-1] == "created_at"  # the column _commit stamps with a datetime
 
 
 def _pg_value(column: str, value: Any) -> Any:
     if value is None:
         return None
-    if column in ("input", "output"):
+    if column in JSON_TOOL_COLUMNS:
         return orjson.dumps(value).decode()  # jsonb takes its text
     return value
 
@@ -85,10 +88,8 @@ class PgHotWriter:
                 await conn.copy_records_to_table(
                     "messages",
                     columns=MESSAGE_COLUMNS,
-                    records=[
-                        (i, s, q, r, n, ro, t, p == 1, d == 1, c, w, when[at])
-                        for (i, s, q, r, n, ro, t, p, d, c, w, at) in batch.messages
-                    ],
+                    # the row's own column order, its stamp as the datetime timestamptz takes
+                    records=[(*astuple(m)[:-1], when[m.created_at]) for m in batch.messages],
                 )
             if batch.activity:
                 await conn.executemany(
@@ -102,7 +103,7 @@ class PgHotWriter:
                         self._statement("insert", tuple(values)),
                         *(_pg_value(c, v) for c, v in values.items()),
                     )
-                    await conn.execute(_STEP_COUNT_PG, op.step, op.run_id)
+                    await conn.execute(_STEP_COUNT, op.step, op.run_id)
                 else:
                     values = op.take()
                     await conn.execute(
@@ -119,8 +120,7 @@ class PgHotWriter:
         text = self._statements.get(key)
         if text is not None:
             return text
-        if not _TOOL_COLUMNS.issuperset(columns):  # names from code, never from input
-            raise ValueError(f"not tool_calls columns: {sorted(set(columns) - _TOOL_COLUMNS)}")
+        check_tool_columns(columns)
         marks = [f"${n}" for n in range(1, len(columns) + 1)]
         if kind == "insert":
             text = f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({', '.join(marks)})"  # noqa: S608 - checked column names

@@ -16,7 +16,7 @@ from store.models import Message, SessionRecord
 
 __all__ = [
     "MessageFilter",
-    "MessageRow",
+    "MessageValues",
     "asked_elicitation",
     "pending_elicitations",
     "count_live_between",
@@ -43,8 +43,11 @@ class MessageFilter:
     include_dropped: bool = False
 
 
-class MessageRow(TypedDict):
-    """The columns of one message row, for ``insert_messages``."""
+class MessageValues(TypedDict):
+    """A message's columns as SQLAlchemy binds them, for ``insert_messages``: the JSON
+    decoded, ``created_at`` a datetime. The writer's rows, and every row read back, are
+    ``store.message_row.MessageRow`` (JSON as text); this is for the copies the domain
+    makes through the ORM (a fork, an imported archive)."""
 
     id: str
     session_id: str
@@ -61,11 +64,11 @@ class MessageRow(TypedDict):
 
 
 async def insert_messages(db: AsyncSession, rows: Sequence[Mapping[str, object]]) -> None:
-    """Insert message rows (``MessageRow``s, or the writer's dicts of the same columns)
+    """Insert message rows (``MessageValues``, or the writer's dicts of the same columns)
     in one statement."""
     if rows:
         # Core executemany on the table: insert(Message) would take the ORM's bulk path,
-        # which works per row (measured: ~3 us an update on the hot path).
+        # which works per row.
         table: Table = Message.__table__  # type: ignore[assignment] # declarative tables are Tables
         await db.execute(insert(table), list(rows))
 

@@ -49,7 +49,7 @@ __all__ = [
 class _Json(TypeDecorator[JsonValue]):
     """JSON, and JSONB on PostgreSQL. The PostgreSQL dialect's modules load only when a
     PostgreSQL engine first uses the type: ``with_variant(JSONB)`` imported them on every
-    start (~80 ms of a SQLite server's start-up, measured with ``-X importtime``)."""
+    start, a large part of a SQLite server's start-up (``-X importtime``)."""
 
     impl = JSON
     cache_ok = True
@@ -72,7 +72,7 @@ _ELICITATION = "type = 'elicitation'"
 def postgresql_options() -> None:
     """Give the metadata its PostgreSQL-only options (``ix_messages_elicitation``'s WHERE)
     before a PostgreSQL engine uses it; idempotent. A ``postgresql_*`` keyword loads the
-    PostgreSQL dialect's modules to validate it (~45-80 ms, ``-X importtime``), so the
+    PostgreSQL dialect's modules to validate it (slow: ``-X importtime``), so the
     models leave it out and a SQLite server never pays for them. The schema itself comes
     from the migrations (0007 makes the index partial on both databases); this keeps
     ``create_all`` and autogenerate comparisons equal to them."""
@@ -125,7 +125,7 @@ class SessionRecord(Base):
         Index("ix_sessions_status", "status"),
         Index("ix_sessions_created", "created_at", "id"),
         Index("ix_sessions_repo", "repo_id"),
-        Index("ix_sessions_activity", "last_activity_at", "id"),  # sort=activity (0009)
+        Index("ix_sessions_activity", "last_activity_at", "id"),  # sort=activity (0010)
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -133,7 +133,7 @@ class SessionRecord(Base):
     agent_id: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16))
     title: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # user | agent | prompt; NULL with a title means the user's (sessions before 0009)
+    # user | agent | prompt; NULL with a title means the user's (sessions before 0010)
     title_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -157,6 +157,8 @@ class SessionRecord(Base):
     branch: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # ``Workspace.merged`` (API.md, Review): {commit, into, at} of the last merge.
+    merged: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     # The agent's controls as last known, and the mode/config values kept for resumption.
     controls: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)
     agent_config: Mapped[JsonObject | None] = mapped_column(JsonType, nullable=True)

@@ -1,39 +1,27 @@
-"""Reading a session's messages for its WebSocket frames: only the frame's columns, the
-content as the JSON text stored, no ORM objects.
+"""Reading a session's messages back as ``MessageRow``s, for its WebSocket frames and the
+message pages: the content as the JSON text stored, no ORM objects.
 
-A profile of the replay of a 100 000-message session (cProfile, in process) had ~19 µs
-a message in loading rows as ``Message`` objects (identity map, instance state,
-attribute instrumentation; the unused ``raw`` column JSON-decoded too) and ~8 µs in
-building the frame from the decoded content. Here a page is one Core ``SELECT`` of the
-seven columns a frame needs; the content comes back as text (SQLite stores it as text;
-PostgreSQL's ``jsonb`` is cast to text by the database), and on SQLite the timestamp as
-the stored text too, so nothing is decoded per row.
+Why: loading a page as ``Message`` objects cost most of a replay's CPU (identity map,
+instance state, attribute instrumentation, the ``raw`` column JSON-decoded whether used
+or not; bench/results/notes.md has the profile). Here a page is one Core ``SELECT`` of a
+row's columns; the JSON comes back as text (SQLite stores it as text; PostgreSQL's
+``jsonb`` is cast to text by the database) and the timestamp as the text SQLite stores
+(PostgreSQL formats its own the same way), so nothing is decoded or formatted per row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, String, Text, bindparam, cast, select, type_coerce
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Select, String, Text, bindparam, cast, func, null, select, type_coerce
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from store.message_row import MESSAGE_COLUMNS, MessageRow
 from store.messages import MessageFilter, filtered
 from store.models import Message
 
-__all__ = ["FrameRow", "ViewRow", "frame_rows", "view_rows"]
-
-# (id, run_id, seq, role, step_number, content as JSON text, created_at): created_at is
-# SQLite's stored text (``YYYY-MM-DD HH:MM:SS.ffffff``, UTC) or, on PostgreSQL, an aware
-# UTC datetime.
-FrameRow = tuple[str, str | None, int, str, int | None, str, str | datetime]
-
-# (id, session_id, run_id, seq, role, step_number, content as JSON text, created_at as
-# in FrameRow), then with ``raw``: (raw as JSON text or None, dropped). A Row: its
-# columns by name too (``row.seq``).
-ViewRow = Row[*tuple[Any, ...]]
+__all__ = ["frame_rows", "view_rows"]
 
 _QUERIES: dict[tuple[str, bool], Select[Any]] = {}
 
@@ -44,8 +32,38 @@ def _json_text(dialect: str, column: Any) -> Any:
 
 
 def _created(dialect: str) -> Any:
-    """``created_at`` as SQLite's stored text (no datetime parsing); PostgreSQL's as is."""
-    return type_coerce(Message.created_at, String) if dialect == "sqlite" else Message.created_at
+    """``created_at`` as SQLite's stored text (no datetime parsing), and PostgreSQL's
+    ``timestamptz`` formatted by the database as that same UTC text."""
+    if dialect == "sqlite":
+        return type_coerce(Message.created_at, String)
+    utc = func.timezone("UTC", Message.created_at)
+    return func.to_char(utc, "YYYY-MM-DD HH24:MI:SS.US")
+
+
+def _columns(dialect: str, *, raw: bool) -> list[Any]:
+    """A ``MessageRow``'s columns in its order; ``raw`` NULL unless asked for (the ACP
+    frame is the largest column and only the export reads it)."""
+    table = Message.__table__
+    columns: list[Any] = []
+    for name in MESSAGE_COLUMNS:
+        if name == "content" or (name == "raw" and raw):
+            columns.append(_json_text(dialect, table.c[name]))
+        elif name == "raw":
+            columns.append(null())
+        elif name == "created_at":
+            columns.append(_created(dialect))
+        else:
+            columns.append(table.c[name])
+    return columns
+
+
+async def _rows(
+    conn: AsyncConnection, query: Select[Any], params: dict[str, Any] | None = None
+) -> list[MessageRow]:
+    # On the session's connection, not ``db.execute``: a Core statement run through the
+    # ORM session still goes through its row loading.
+    result = await conn.execute(query, params)
+    return [MessageRow(*row) for row in result]  # the select's columns: MESSAGE_COLUMNS
 
 
 def _query(dialect: str, bounded: bool) -> Select[Any]:
@@ -53,17 +71,8 @@ def _query(dialect: str, bounded: bool) -> Select[Any]:
     key = (dialect, bounded)
     query = _QUERIES.get(key)
     if query is None:
-        content, created = _json_text(dialect, Message.content), _created(dialect)
         query = (
-            select(
-                Message.id,
-                Message.run_id,
-                Message.seq,
-                Message.role,
-                Message.step_number,
-                content,
-                created,
-            )
+            select(*_columns(dialect, raw=False))
             .where(
                 Message.session_id == bindparam("session_id"),
                 Message.seq > bindparam("after"),
@@ -80,19 +89,15 @@ def _query(dialect: str, bounded: bool) -> Select[Any]:
 
 async def frame_rows(
     db: AsyncSession, session_id: str, after: int, *, limit: int, upto: int | None = None
-) -> Sequence[FrameRow]:
+) -> Sequence[MessageRow]:
     """The session's messages with ``after < seq (<= upto)``, not dropped, in seq order,
-    at most ``limit``: what ``list_messages`` with the same filter returns, as frame rows."""
+    at most ``limit``: what ``list_messages`` with the same filter returns, as rows
+    (``raw`` not read)."""
     params: dict[str, Any] = {"session_id": session_id, "after": after, "limit": limit}
     if upto is not None:
         params["upto"] = upto
     query = _query(db.get_bind().dialect.name, upto is not None)
-    # On the session's connection, not ``db.execute``: a Core statement run through the
-    # ORM session still goes through its row loading (~1.5 µs a row here).
-    conn = await db.connection()
-    result = await conn.execute(query, params)
-    rows: Sequence[FrameRow] = result.all()  # Rows (tuples) of FrameRow's columns
-    return rows
+    return await _rows(await db.connection(), query, params)
 
 
 async def view_rows(
@@ -102,25 +107,9 @@ async def view_rows(
     *,
     limit: int | None,
     raw: bool = False,
-) -> Sequence[ViewRow]:
-    """What ``list_messages`` returns for the same arguments, as rows of the Message
-    view's columns (``ViewRow``), the JSON as text: a page of 500 messages as ORM objects
-    cost ~16 µs a message of the request's CPU (the raw frame JSON-decoded too, asked for
-    or not) before its JSON was written."""
+) -> Sequence[MessageRow]:
+    """What ``list_messages`` returns for the same arguments, as rows (``raw`` read only
+    when asked for)."""
     dialect = db.get_bind().dialect.name
-    columns: list[Any] = [
-        Message.id,
-        Message.session_id,
-        Message.run_id,
-        Message.seq,
-        Message.role,
-        Message.step_number,
-        _json_text(dialect, Message.content),
-        _created(dialect),
-    ]
-    if raw:
-        columns += [_json_text(dialect, Message.raw), Message.dropped]
-    query = filtered(select(*columns), session_id, where, limit)
-    conn = await db.connection()  # as frame_rows: no ORM row loading
-    rows: Sequence[ViewRow] = (await conn.execute(query)).all()
-    return rows
+    query = filtered(select(*_columns(dialect, raw=raw)), session_id, where, limit)
+    return await _rows(await db.connection(), query)

@@ -289,7 +289,7 @@ RUN_STAT_COLUMNS = (
 after ``created_at``, the fast path reads the edges' runs by them, the triggers watch them."""
 _RUN_WATCHED = ("created_at", *RUN_STAT_COLUMNS)
 # A tool call's status counts only as error or not: pending -> in_progress -> completed
-# fires nothing until the end (each firing costs the writer ~0.15 ms on SQLite).
+# fires nothing until the end (each firing costs the writer time on SQLite).
 _TOOL_WATCHED = ("created_at", "run_id", "tool_name", "(status = 'error')", "duration_ms")
 
 

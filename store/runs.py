@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # One cached Core statement: the SET clause comes from the parameters' keys. Built per
-# call through the ORM, each update cost ~800 us (py-spy: statement construction).
+# call through the ORM, statement construction was most of each update's cost.
 _TOOL_CALLS: Table = ToolCall.__table__  # type: ignore[assignment] # declarative tables are Tables
 _UPDATE_TOOL_CALL = update(_TOOL_CALLS).where(_TOOL_CALLS.c.id == bindparam("row_id"))
 
@@ -143,8 +143,8 @@ async def list_runs(
         created, ident = before
         # The bound first, alone: SQLite searches ix_runs_created from it. As one OR
         # ("earlier, or as early with a smaller id") it scanned the index from the newest
-        # run down to the cursor (measured: 3.6 -> 20 ms of CPU a deep page, 11k -> 201k
-        # runs; scripts/bench-scale).
+        # run down to the cursor: a deep page's cost grew with the table
+        # (scripts/bench-scale).
         query = query.where(
             Run.created_at <= created, (Run.created_at < created) | (Run.id < ident)
         )

@@ -1,7 +1,7 @@
 """Full-text search over session titles and final message texts (API.md, Finding and
 keeping sessions): SQLite's FTS5 tables ``messages_fts`` and ``sessions_fts``, kept by
 triggers, and PostgreSQL's GIN indexes ``ix_messages_search`` and ``ix_sessions_search``
-on ``to_tsvector('simple', ...)`` (migration 0009).
+on ``to_tsvector('simple', ...)`` (migration 0010).
 
 The words of a query are user input, never query syntax: ``terms`` keeps only the words
 (runs of letters and digits, as both engines' tokenizers split them) and each becomes a
@@ -46,7 +46,7 @@ CANDIDATES = 1_000
 
 _WORD = re.compile(r"[^\W_]+")
 
-# The index objects of migration 0009, which the models do not describe (FTS5 virtual
+# The index objects of migration 0010, which the models do not describe (FTS5 virtual
 # tables and their shadow tables; PostgreSQL expression indexes).
 INDEX_OBJECTS = ("messages_fts", "sessions_fts", "ix_messages_search", "ix_sessions_search")
 

@@ -59,7 +59,8 @@ _US = 1_000_000
 Piece = tuple[int, int, str]  # [from, to) in microseconds since the epoch, bucket label
 
 
-# a query's day pieces and its labels' SQL both need them (a year: ~2 ms to find)
+# a query's day pieces and its labels' SQL both need them, and a year's take a while
+# to find
 _zone_offsets = lru_cache(maxsize=64)(exact.zone_offsets)
 
 
@@ -140,7 +141,8 @@ async def no_jit(db: AsyncSession) -> None:
     """PostgreSQL would compile these wide statements (JIT) for seconds: not here (for
     this transaction)."""
     if db.get_bind().dialect.name == "postgresql":
-        # nor start parallel workers: ~10 ms to launch for a few thousand roll-up rows
+        # nor start parallel workers: launching them costs more than a few thousand
+        # roll-up rows
         settings = "set_config('jit', 'off', true), "
         settings += "set_config('max_parallel_workers_per_gather', '0', true)"
         await db.execute(text(f"SELECT {settings}"))
@@ -303,7 +305,7 @@ async def run_buckets(
     params |= {"fa": fa, "fr": fr, "kdim": kdim}
     if raw is not None:
         parts.append(_raw_runs(raw, kdim, where, dialect))
-    # integers as bigint: PostgreSQL's SUM of bigint is numeric, ~4x the client's decoding
+    # integers as bigint: PostgreSQL's SUM of bigint is numeric, far dearer to decode
     sums = ", ".join(
         f"SUM({c})" if c == "cost_amount" else f"CAST(SUM({c}) AS BIGINT)"
         for c in (*_RUN_SUMS, *HIST)

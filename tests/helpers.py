@@ -1,14 +1,16 @@
-"""Helpers shared by tests: waiting on stored messages, process checks."""
+"""Helpers shared by tests: one deadline-bounded wait (``wait_for``, and
+``wait_for_async`` inside an event loop), waiting on stored messages, process checks."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import httpx
 from starlette.testclient import TestClient
 
@@ -19,6 +21,48 @@ def demo_command(**env: str) -> str:
     """AGENT_COMMAND running the demo agent with DEMO_AGENT_* variables set."""
     prefix = " ".join(f"{k}={v}" for k, v in env.items())
     return f"env {prefix} {DEMO}" if prefix else DEMO
+
+
+T = TypeVar("T")
+
+POLL = 0.02  # how often a wait looks again; it never decides a test, the deadline does
+
+
+def _said(what: str | Callable[[], object]) -> object:
+    return what() if callable(what) else what
+
+
+def wait_for(
+    check: Callable[[], T], what: str | Callable[[], object] = "the condition", timeout: float = 30
+) -> T:
+    """Call ``check`` until it returns something truthy, and return that; fail the test
+    with ``what`` (a text, or a callable read only on failure) once ``timeout`` seconds
+    passed. For what a test cannot wait on as an event (another process's state, a file,
+    a row another task commits)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{_said(what)}: not within {timeout:g} s")
+        time.sleep(POLL)
+
+
+async def wait_for_async(
+    check: Callable[[], Awaitable[T]],
+    what: str | Callable[[], object] = "the condition",
+    timeout: float = 30,
+) -> T:
+    """``wait_for`` inside an event loop: ``check`` is awaited, the loop keeps running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = await check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{_said(what)}: not within {timeout:g} s")
+        await anyio.sleep(POLL)
 
 
 def messages(client: TestClient, session_id: str, **params: Any) -> list[dict[str, Any]]:
@@ -34,16 +78,14 @@ def wait_for_message(
     timeout: float = 30,
 ) -> dict[str, Any]:
     """Poll the stored log (with a deadline) until a message matches."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for message in messages(client, session_id):
-            if predicate(message):
-                return message
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"no matching message within {timeout} s: {messages(client, session_id)[-5:]}"
-            )
-        time.sleep(0.02)
+
+    def matching() -> dict[str, Any] | None:
+        return next((m for m in messages(client, session_id) if predicate(m)), None)
+
+    try:
+        return wait_for(matching, "a matching message", timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {messages(client, session_id)[-5:]}") from None
 
 
 def run_ended(run_id: str) -> Callable[[dict[str, Any]], bool]:
@@ -92,8 +134,8 @@ def processes_with_env(marker: str) -> list[int]:
 
 
 def live_agent_pid(client: TestClient, session_id: str) -> int:
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    return int(hub.live[session_id].client.connection.process.pid)
+    sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+    return int(sessions.registry[session_id].client.connection.process.pid)
 
 
 def create_session(client: TestClient, repo_id: str, **body: Any) -> dict[str, Any]:

@@ -215,16 +215,6 @@ def test_the_session_domain_imports_no_web_framework() -> None:
     assert offenders == set()
 
 
-def test_no_module_is_over_400_lines() -> None:
-    long = {
-        f"{path.relative_to(ROOT)}: {n}"
-        for package in PACKAGES
-        for path in modules(package)
-        if (n := len(path.read_text().splitlines())) > 400
-    }
-    assert long == set()
-
-
 def test_no_process_is_started_with_preexec_fn() -> None:
     """preexec_fn is unsafe once threads exist (aiosqlite, to_thread): agents and
     terminals start through agent_bridge.spawn's exec wrapper instead."""
@@ -384,3 +374,156 @@ def test_serve_and_seed_demo_load_no_client_modules(tmp_path: Path) -> None:
     helped = run("--help")
     assert helped.returncode == 0
     assert "usage" in helped.stdout and "export" in helped.stdout
+
+
+# -- no import cycle, TYPE_CHECKING imports included -----------------------------------
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Our modules (server, agent_bridge, store) → the modules of ours each imports
+    explicitly, anywhere in the file (``TYPE_CHECKING`` blocks and functions too). ``from
+    pkg import name`` points at ``pkg.name`` when that is a module, else at ``pkg``."""
+    paths = {module_name(p): p for package in PACKAGES for p in modules(package)}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    found = [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
+                    targets.update(next(([m] for m in found if m in paths), []))
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    module = ".".join([*base, module] if module else base)
+                for alias in node.names:
+                    if f"{module}.{alias.name}" in paths:
+                        targets.add(f"{module}.{alias.name}")
+                    elif module in paths:
+                        targets.add(module)
+        graph[name] = targets - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module (Tarjan), with one cycle
+    through it spelled out."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_one_cycle(graph, set(group), group[0]) for group in groups]
+
+
+def _one_cycle(graph: dict[str, set[str]], group: set[str], start: str) -> list[str]:
+    """A shortest path from ``start`` back to itself inside ``group`` (breadth first)."""
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(graph[node] & group):
+            if nxt == start:
+                return [*paths[node], start]
+            if nxt not in paths:
+                paths[nxt] = [*paths[node], nxt]
+                queue.append(nxt)
+    raise AssertionError(start)
+
+
+def test_the_cycle_finder_finds_and_spells_out_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_import_graph_sees_type_checking_imports() -> None:
+    graph = import_graph()
+    assert "store.hot_writes" in graph["server.stream.writer"]
+    assert "server.sessions.facade" in graph["server.sessions"]
+
+
+def test_no_import_cycle_among_our_modules() -> None:
+    """Each cycle as ``a -> b -> ... -> a``: the coupling is real even when only a
+    ``TYPE_CHECKING`` import closes it."""
+    found = [" -> ".join(cycle) for cycle in cycles(import_graph())]
+    assert found == [], "import cycles:\n" + "\n".join(found)
+
+
+# -- the session domain: one door, owned objects ----------------------------------------
+
+
+def test_the_web_layer_sees_only_the_session_facade() -> None:
+    """web/ imports ``server.sessions`` (the facade, the domain errors and shapes it
+    names), nothing deeper."""
+    offenders = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "server" / "web").rglob("*.py"))
+        for name in imported(path)
+        if name.startswith("server.sessions.")
+        and name.rsplit(".", 1)[0] != "server.sessions"  # ``from server.sessions import X``
+    }
+    assert offenders == set()
+
+
+def test_registry_and_live_session_never_reach_up() -> None:
+    """The registry never calls the supervisor; a live session and its members never see
+    the registry, the supervisor or the facade."""
+    graph = import_graph()
+    up = {"server.sessions.supervision.supervisor", "server.sessions.facade", "server.sessions"}
+    assert not graph["server.sessions.supervision.registry"] & up
+    live = {
+        name
+        for name in graph
+        if name.startswith("server.sessions.")
+        and name
+        not in {
+            "server.sessions.supervision.registry",
+            "server.sessions.supervision.supervisor",
+            "server.sessions.facade",
+            "server.sessions.history.log",
+            "server.sessions.answers",
+            "server.sessions.workspaces.operations",
+        }
+    }
+    offenders = {
+        f"{name}: {target}"
+        for name in live
+        for target in graph[name]
+        if target in up | {"server.sessions.supervision.registry"}
+    }
+    assert offenders == set()

@@ -8,7 +8,6 @@ set from this app's own state (active sessions, viewers) are compared as values.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +18,15 @@ from starlette.testclient import TestClient
 from server import metrics
 from server.app import create_app
 from server.settings import Settings
-from tests.helpers import create_session, is_type, messages, prompt, run_ended, wait_for_message
+from tests.helpers import (
+    create_session,
+    is_type,
+    messages,
+    prompt,
+    run_ended,
+    wait_for,
+    wait_for_message,
+)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -58,14 +65,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 def change(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 10) -> None:
-    """Poll a condition the server reaches on its own (with a deadline)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_exposition_has_every_metric_with_its_type(client: TestClient) -> None:
@@ -153,7 +152,7 @@ def test_viewers_gauge_follows_websockets(client: TestClient, demo_repo_id: str)
             while frame.get("type") != "live":
                 frame = ws.receive_json()
         assert viewers() == 2
-    wait_until(lambda: viewers() == 0)
+    wait_for(lambda: viewers() == 0, "no viewer left", 10)
 
 
 def test_active_sessions_gauge_is_right_after_a_restart(

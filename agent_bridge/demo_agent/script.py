@@ -254,20 +254,26 @@ def _old_text(path: str) -> str | None:
 
 
 async def ask_permission(turn: Turn, tool_call: JsonObject) -> tuple[str, str]:
-    """Ask the client; returns ("allow" | "reject" | "cancelled", reason for a reject)."""
+    """Ask the client; returns ("allow" | "reject" | "cancelled", reason for a reject).
+    A kind of tool the person chose "Always allow" for is allowed without asking again."""
+    kind = str(tool_call.get("kind") or "other")
+    if kind in turn.session.always_allowed:
+        return "allow", ""
     params = {"toolCall": tool_call, "options": PERMISSION_OPTIONS}
     try:
         answer = await turn.request("session/request_permission", params)
     except RemoteError as exc:
         return "reject", f"permission request failed: {exc.message}"
     outcome = answer.get("outcome") if isinstance(answer, dict) else None
-    kind = outcome.get("outcome") if isinstance(outcome, dict) else None
-    if kind == "cancelled":
+    chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
+    if chosen == "cancelled":
         return "cancelled", ""
     option = outcome.get("optionId") if isinstance(outcome, dict) else None
-    if kind == "selected" and option in ("allow", "allow-always"):
+    if chosen == "selected" and option == "allow-always":
+        turn.session.always_allowed.add(kind)
+    if chosen == "selected" and option in ("allow", "allow-always"):
         return "allow", ""
-    if kind == "selected" and option == "reject":
+    if chosen == "selected" and option == "reject":
         return "reject", "rejected by user"
     return "reject", f"unknown permission outcome {outcome!r}"
 

@@ -45,6 +45,9 @@ class Session:
     """A session/cancel came while a prompt was received but not started: cancel its turn."""
     controls: SessionControls = field(default_factory=SessionControls)
     """Its mode and model (not kept on disk: a loaded session starts at the defaults)."""
+    always_allowed: set[str] = field(default_factory=set)
+    """Tool kinds the person chose "Always allow" for: not asked again in this session
+    (as ACP's ``allow_always`` asks of an agent; not kept on disk either)."""
 
     def prompts(self) -> list[str]:
         return [entry["text"] for entry in self.entries if entry["role"] == "user"]

@@ -41,7 +41,7 @@ def frame_for(
     """The message frame the real server sends for flood update ``i`` (stamped now);
     pass one ``Translator`` for a whole flood, as the server has one per session."""
     from agent_bridge.demo_agent.flood import make_update
-    from server.sessions.translate import Translator
+    from server.sessions.live.translate import Translator
 
     update = make_update(kind, i, count)
     update["_meta"] = {"demo": {"t": time.time(), "i": i}}
@@ -67,7 +67,7 @@ def frame_for(
 def produce(count: int, kind: str, rate: float | None) -> None:
     import orjson
 
-    from server.sessions.translate import Translator
+    from server.sessions.live.translate import Translator
 
     translator = Translator()
     session_id = str(uuid.uuid4())

@@ -36,7 +36,7 @@ def _rows(
 ) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
     """(content, raw frame, type) per flood update, as the server gets them."""
     from agent_bridge.demo_agent.flood import make_update
-    from server.sessions.translate import Translator
+    from server.sessions.live.translate import Translator
 
     translator = Translator()
     rows = []

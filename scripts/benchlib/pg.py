@@ -16,7 +16,7 @@ from typing import Any
 from benchlib.limits import BATCH, _rows
 from benchlib.procs import Server
 from benchlib.stats import median
-from store.hot_writes import MESSAGE_COLUMNS
+from store.message_row import MESSAGE_COLUMNS
 
 __all__ = ["phase_pg"]
 

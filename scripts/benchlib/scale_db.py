@@ -58,7 +58,7 @@ def _templates(count: int = 64) -> list[tuple[str, str]]:
     import orjson
 
     from agent_bridge.demo_agent.flood import make_update
-    from server.sessions.translate import Translator
+    from server.sessions.live.translate import Translator
 
     translator, out = Translator(), []
     for i in range(count):

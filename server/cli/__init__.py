@@ -67,10 +67,10 @@ def serve(args: argparse.Namespace) -> None:
     settings = _settings(**overrides)  # before the heavy imports: a bad value fails fast
 
     # Everything imported from here on lives as long as the process: no cyclic GC passes
-    # while it loads (~35 ms of CPU at start-up), and it all goes to the permanent
-    # generation below (measured: 2-4 us less per update on the hot path). No collect
-    # before the freeze (~35 ms more): the imports' own cyclic garbage is a few objects,
-    # kept once.
+    # while it loads (they cost start-up CPU for nothing), and it all goes to the permanent
+    # generation below, so later passes never examine it again (less CPU per update on
+    # the hot path). No collect before the freeze (it would cost as much again): the
+    # imports' own cyclic garbage is a few objects, kept once.
     gc.disable()
     from server import malloc
 
@@ -108,10 +108,10 @@ def serve(args: argparse.Namespace) -> None:
     # A young-generation pass every 50 000 net allocations instead of 700: during a flood
     # each queued update keeps a few objects alive until its commit, so with the default
     # a pass ran every ~150 updates and examined the whole queue (and promoted it: gen-1
-    # and full passes followed), for nothing: none of it is cyclic garbage. py-spy on a
-    # 40 000-update flood had ``gc_collect_main`` at 16-20 % of the event loop's samples
-    # (~160 ms a flood); with this threshold no pass runs during it (2 in the process's
-    # life), and a pass examines at most ~50 000 young objects (a few ms).
+    # and full passes followed), for nothing: none of it is cyclic garbage, yet profiles
+    # of a flood showed ``gc_collect_main`` as a large share of the event loop's time.
+    # With this threshold almost no pass runs during a flood, and a pass examines at
+    # most ~50 000 young objects.
     gc.set_threshold(YOUNG_GC_THRESHOLD, 10, 10)
     gc.enable()
     server.run()
@@ -132,7 +132,7 @@ class _GracefulMixin:
         app = self.config.app  # type: ignore[attr-defined]
         state = getattr(app.state, "agent_sessions", None)
         if state is not None:
-            await state.hub.shutdown()
+            await state.sessions.shutdown()
         await super().shutdown(sockets)  # type: ignore[misc]
 
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("serve", "seed-demo"):  # the client's modules: ~15 ms
+    if not argv or argv[0] not in ("serve", "seed-demo"):  # the client's own modules
         from server.cli.client import main as client_main
 
         client_main.add_commands(sub)

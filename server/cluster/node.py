@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.cluster.listener import Listener
 from server.settings import CLEANUP_SECONDS, Settings
 from server.stream.broker import Broker
-from server.stream.frames import replay_frame
+from server.stream.frames import stored_frame
 from store import Database, utcnow
 from store import cluster as cluster_store
 from store import replay as replay_store
@@ -80,7 +80,7 @@ class Cluster:
         self.listener = Listener(
             database.url, CHANNEL, self.node_id, self._on_notification, self._drop_remote_viewers
         )
-        # Interrupt the runs of the sessions whose owner died (the hub's recovery).
+        # Interrupt the runs of the sessions whose owner died (the supervisor's recovery).
         self._on_takeover = on_takeover
 
     # -- lifetime ----------------------------------------------------------------------
@@ -226,7 +226,7 @@ class Cluster:
                 await anyio.sleep(1)
                 continue
             self._notes.popleft()
-            frames = [(row[2], replay_frame(session_id, row)) for row in rows]
+            frames = [(row.seq, stored_frame(row)) for row in rows]
             self.broker.publish(session_id, frames)
             self._published[session_id] = last
 

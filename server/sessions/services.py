@@ -1,6 +1,6 @@
 """What a live session is given at construction: the server's services (settings, the
 database, the writer, the cluster, the clock durations are measured on), frozen, so that
-it never reaches back into the hub.
+it never reaches back into the facade, the supervisor or the registry.
 ``CLEANUP_SECONDS`` (from settings) bounds every shielded cleanup."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ _prefix = ""
 
 def now_and_stamp() -> tuple[datetime, str]:
     """The current UTC time and SQLAlchemy's SQLite text for it
-    (``YYYY-MM-DD HH:MM:SS.ffffff``, as ``store.hot_writes.sqlite_stamp`` makes it). The
+    (``YYYY-MM-DD HH:MM:SS.ffffff``, as ``store.message_row.sqlite_stamp`` makes it). The
     text up to the seconds is made once per second: a flood stamps thousands of
     submits in one, and ``isoformat`` was most of a submit's clock cost."""
     global _base, _prefix

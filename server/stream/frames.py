@@ -10,15 +10,13 @@ from typing import Any
 import orjson
 
 from store import Message
-from store.hot_writes import MessageRow
-from store.replay import FrameRow, ViewRow
+from store.message_row import MessageRow
 
 __all__ = [
     "ack_frame",
     "error_frame",
     "iso",
     "message_view",
-    "replay_frame",
     "row_view",
     "stored_frame",
     "stored_frames",
@@ -47,20 +45,20 @@ def message_view(message: Message | dict[str, Any], *, raw: bool = False) -> dic
     )
 
 
-def row_view(row: ViewRow, *, raw: bool = False) -> dict[str, Any]:
+def row_view(row: MessageRow, *, raw: bool = False) -> dict[str, Any]:
     """``message_view`` of a row read as text (``store.replay.view_rows``, with ``raw``
-    when it read the raw columns): the JSON goes in as the text stored (``orjson``
+    when it read the raw column): the JSON goes in as the text stored (``orjson``
     writes it as it is), never decoded; the same JSON value as ``message_view``."""
     return _view(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        orjson.Fragment(row[6]),
-        row[5],
-        _read_stamp(row[7]),
-        (None if row[8] is None else orjson.Fragment(row[8]), bool(row[9])) if raw else None,
+        row.id,
+        row.session_id,
+        row.run_id,
+        row.seq,
+        row.role,
+        orjson.Fragment(row.content),
+        row.step_number,
+        _stamp_iso(row.created_at),
+        (None if row.raw is None else orjson.Fragment(row.raw), row.dropped) if raw else None,
     )
 
 
@@ -106,27 +104,28 @@ def _message_row(message: Message) -> dict[str, Any]:
     }
 
 
-def _frame(
-    message_id: str,
-    session_id: str,
-    run_id: str | None,
-    seq: int,
-    role: str,
-    content: str,
-    step_number: int | None,
-    timestamp: str | None,
-) -> bytes:
-    """The ``message`` frame from a message's columns, its content the JSON text stored
-    (copied into the frame as it is, never decoded). The one builder of both the live
-    frames (``stored_frame``) and the replayed ones (``replay_frame``): same fields,
-    same order.
+def stored_frame(row: MessageRow) -> bytes:
+    """The ``message`` frame of a stored row: one the writer just stored (live) or one
+    read back (``store.replay``). Its content is the JSON text stored, copied into the
+    frame as it is, never decoded (encoded once, for the database and every viewer);
+    its timestamp comes from the stored text (milliseconds, UTC). A row read back gives
+    the bytes of its live frame when the database kept the writer's JSON text (SQLite);
+    PostgreSQL's ``jsonb`` gives the same JSON value in its own text.
 
     The bytes orjson makes of the frame's object, built as text: a flood keeps a whole
-    batch of frames alive until sent, and each ``orjson.dumps`` output buffer then cost
-    ~3 us (fresh memory per frame) against ~1 us for the text and its ``encode``. Ids,
-    session/run ids and the role go between quotes when they are letters, digits and
-    dashes; the timestamp is our own ISO text; any other field (a quote in an id, a bool
-    step) takes orjson's path."""
+    batch of frames alive until sent, and an ``orjson.dumps`` output buffer is fresh
+    memory per frame, dearer than the text and its ``encode``. Ids, session/run ids and
+    the role go between quotes when they are letters, digits and dashes; the timestamp
+    is our own ISO text; any other field (a quote in an id, a bool step) takes orjson's
+    path."""
+    message_id, session_id, run_id, seq, role = (
+        row.id,
+        row.session_id,
+        row.run_id,
+        row.seq,
+        row.role,
+    )
+    step_number, timestamp = row.step_number, _stamp_iso(row.created_at)
     if (
         type(seq) is not int
         or (step_number is not None and type(step_number) is not int)
@@ -135,15 +134,13 @@ def _frame(
         or (run_id is not None and not _known_plain(run_id))
         or not _known_plain(role)
     ):
-        return _frame_orjson(
-            message_id, session_id, run_id, seq, role, content, step_number, timestamp
-        )
+        return _frame_orjson(row, timestamp)
     run_text = "null" if run_id is None else f'"{run_id}"'
     step_text = "null" if step_number is None else step_number
     time_text = "null" if timestamp is None else f'"{timestamp}"'
     return (
         f'{{"type":"message","message":{{"id":"{message_id}","sessionId":"{session_id}",'
-        f'"runId":{run_text},"seq":{seq},"role":"{role}","content":{content},'
+        f'"runId":{run_text},"seq":{seq},"role":"{role}","content":{row.content},'
         f'"stepNumber":{step_text},"timestamp":{time_text}}}}}'
     ).encode()
 
@@ -168,27 +165,18 @@ def _known_plain(text: object) -> bool:
     return True
 
 
-def _frame_orjson(
-    message_id: str,
-    session_id: str,
-    run_id: str | None,
-    seq: int,
-    role: str,
-    content: str,
-    step_number: int | None,
-    timestamp: str | None,
-) -> bytes:
+def _frame_orjson(row: MessageRow, timestamp: str | None) -> bytes:
     return orjson.dumps(
         {
             "type": "message",
             "message": {
-                "id": message_id,
-                "sessionId": session_id,
-                "runId": run_id,
-                "seq": seq,
-                "role": role,
-                "content": orjson.Fragment(content),
-                "stepNumber": step_number,
+                "id": row.id,
+                "sessionId": row.session_id,
+                "runId": row.run_id,
+                "seq": row.seq,
+                "role": row.role,
+                "content": orjson.Fragment(row.content),
+                "stepNumber": row.step_number,
                 "timestamp": timestamp,
             },
         }
@@ -202,41 +190,34 @@ def _stamp_iso(stamp: str) -> str | None:
     return iso(datetime.fromisoformat(stamp).replace(tzinfo=UTC))  # e.g. no fraction
 
 
-def _read_stamp(stamp: str | datetime) -> str | None:
-    """API.md's timestamp of a ``created_at`` read back as ``store.replay`` reads it:
-    SQLite's stored text, or PostgreSQL's datetime."""
-    return _stamp_iso(stamp) if isinstance(stamp, str) else iso(stamp)
-
-
-def stored_frame(row: MessageRow) -> bytes:
-    """The ``message`` frame of a row the writer just stored: its content is the JSON
-    text stored (encoded once, for the database and for every viewer); its timestamp
-    comes from the stored text (milliseconds, UTC)."""
-    return _frame(row[0], row[1], row[3], row[2], row[5], row[9], row[4], _stamp_iso(row[11]))
-
-
 def stored_frames(rows: Iterable[MessageRow]) -> dict[str, list[tuple[int, bytes]]]:
     """``stored_frame`` of each row (the same bytes), per session, in order. The rows of
     one submit share their session, run, role, step and timestamp: the frame's text
     around id, seq and content is checked and made once for a run of such rows, and
-    each frame is one f-string (a flood's batch: ~0.5 us a frame less)."""
+    each frame is one f-string."""
     frames: dict[str, list[tuple[int, bytes]]] = {}
     key: tuple[Any, ...] | None = None
     shared: tuple[str, str, str] | None = None
     out: list[tuple[int, bytes]] = []
     for row in rows:
-        session_id, run_id, step, role, stamp = row[1], row[3], row[4], row[5], row[11]
+        session_id, run_id, step, role, stamp = (
+            row.session_id,
+            row.run_id,
+            row.step_number,
+            row.role,
+            row.created_at,
+        )
         row_key = (session_id, run_id, role, step, type(step), stamp)  # True == 1: the type too
         if row_key != key:
             key = row_key
             shared = _shared_text(session_id, run_id, role, step, stamp)
             out = frames.setdefault(session_id, [])
-        message_id, seq = row[0], row[2]
+        message_id, seq = row.id, row.seq
         if shared is None or type(seq) is not int or not _plain(message_id):
             out.append((seq, stored_frame(row)))
             continue
         after_id, after_seq, tail = shared
-        text = f"{_HEAD}{message_id}{after_id}{seq}{after_seq}{row[9]}{tail}"
+        text = f"{_HEAD}{message_id}{after_id}{seq}{after_seq}{row.content}{tail}"
         out.append((seq, text.encode()))
     return frames
 
@@ -247,7 +228,7 @@ _HEAD = '{"type":"message","message":{"id":"'
 def _shared_text(
     session_id: str, run_id: str | None, role: str, step: int | None, stamp: str
 ) -> tuple[str, str, str] | None:
-    """The text ``_frame`` writes after the id, after the seq and after the content, for
+    """The text ``stored_frame`` writes after the id, after the seq and after the content, for
     rows of these columns; None when they take orjson's path."""
     if (
         (step is not None and type(step) is not int)
@@ -265,14 +246,6 @@ def _shared_text(
         f',"role":"{role}","content":',
         f',"stepNumber":{step_text},"timestamp":{time_text}}}}}',
     )
-
-
-def replay_frame(session_id: str, row: FrameRow) -> bytes:
-    """The ``message`` frame of a stored message read back (``store.replay``): the same
-    bytes as its live frame (``stored_frame``) when the database kept the writer's JSON
-    text (SQLite); PostgreSQL's ``jsonb`` gives the same JSON value in its own text."""
-    timestamp = _read_stamp(row[6])
-    return _frame(row[0], session_id, row[1], row[2], row[3], row[5], row[4], timestamp)
 
 
 def ack_frame(ref: Any, **extra: Any) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def new_id() -> str:
 def new_ids(count: int) -> list[str]:
     """``count`` ids, the ones ``count`` calls of ``new_id`` would make (in order, each
     after the one before it), with one clock read: a flood's submit takes a batch of
-    ids at once (0.9 -> 0.6 us an id)."""
+    ids at once, cheaper per id than one call each."""
     global _random, _taken, _counter
     if count <= 0:
         return []

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import anyio
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from store.hot_writes import MessageRow, message_dict
+from store.message_row import MessageRow, message_dict
+from store.operations import WriteOp
 
-__all__ = ["Draft", "Op", "Receipt"]
-
-Op = Callable[[AsyncSession], Awaitable[None]]
+__all__ = ["Draft", "Receipt"]
 
 
 @dataclass(slots=True)
@@ -40,11 +38,11 @@ class Receipt:
         self,
         session_id: str | None,
         rows: list[MessageRow],
-        ops: Sequence[Op],
+        ops: Sequence[WriteOp],
         created_at: datetime | None = None,
     ) -> None:
         self.session_id = session_id
-        self.rows = rows  # pre-encoded, in the hot path's column order
+        self.rows = rows  # their JSON encoded once, at submit
         self.ops = ops
         self.created_at = created_at
         self.error: BaseException | None = None

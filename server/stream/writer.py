@@ -12,7 +12,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 import anyio
@@ -27,22 +26,18 @@ from server.stream.broker import Broker
 from server.stream.clock import now_and_stamp
 from server.stream.frames import stored_frames
 from server.stream.ids import new_id, new_ids
-from server.stream.receipt import Draft, Op, Receipt
+from server.stream.receipt import Draft, Receipt
 from store import Database
 from store import messages as message_store
 from store import sessions as session_store
-from store.hot_writes import (
-    HOT_OPS,
-    HotBatch,
-    MessageRow,
-    hot_writer_for,
-    message_dict,
-)
+from store.hot_batch import HOT_OPS, HotBatch
+from store.hot_writes import hot_writer_for
+from store.message_row import MessageRow, message_dict
+from store.operations import WriteOp
 
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
 log = logging.getLogger("agent_sessions.writer")
-_TYPE = itemgetter(6)  # a MessageRow's type
 
 MAX_BATCH_ROWS = 2000
 MAX_PENDING_ROWS = 20000
@@ -52,14 +47,13 @@ COMMIT_RETRIES = 5
 # TimeoutError, which the retry and then the per-receipt isolation handle like any error.
 COMMIT_SECONDS = CLEANUP_SECONDS
 # While busy, a commit starts at most once per interval; an idle writer commits at once
-# and a backlog of a full batch never waits. A transaction costs ~2 ms of CPU here
-# (SQLAlchemy plus a dozen aiosqlite thread hops at ~70 µs each), so at 1 000 messages/s
-# one commit per message took 0.9 of a core; spaced 5 ms apart 0.5 core, for +1-2 ms p50.
+# and a backlog of a full batch never waits. Through SQLAlchemy a transaction costs much
+# CPU (its binds plus a dozen aiosqlite thread hops), so at a steady rate one commit per
+# message would take most of a core; spacing them groups messages for a little latency.
 COMMIT_INTERVAL = 0.005
-# On the hot path a commit costs ~0.1-0.3 ms of CPU (one thread hand-off, executemany,
-# COMMIT): natural group commit, at most one in flight, no spacing. Measured at 1 000
-# updates/s (loaded machine): p50 5.7 ms with the 5 ms spacing, 0.8-2.8 ms without, for
-# ~170 -> ~280 CPU-us per update.
+# On the hot path a commit is cheap (one thread hand-off, executemany, COMMIT): natural
+# group commit, at most one in flight, no spacing, which roughly halves latency at a
+# steady rate for some more CPU per update. bench/results/notes.md has the figures.
 HOT_COMMIT_INTERVAL = 0.0
 
 
@@ -86,7 +80,8 @@ class Writer:
         self._seq: dict[str, int] = {}
         self._closing = False
         self._stopped = anyio.Event()
-        # Set by the hub: a session whose messages could not be stored (it ends in error).
+        # Set by the supervisor: a session whose messages could not be stored (it ends in
+        # error).
         self.on_failure: Callable[[str, BaseException], None] | None = None
 
     # -- seq bookkeeping --------------------------------------------------------------
@@ -101,7 +96,7 @@ class Writer:
     # -- submitting -------------------------------------------------------------------
 
     def submit(
-        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[Op] = ()
+        self, session_id: str | None, drafts: Sequence[Draft] = (), ops: Sequence[WriteOp] = ()
     ) -> Receipt:
         """Queue ``drafts`` (and ``ops`` run in the same transaction, after the insert).
         Never waits; call ``wait_capacity`` before a flood of submits."""
@@ -117,19 +112,19 @@ class Writer:
                 seq += 1
                 content, raw = draft.content, draft.raw
                 rows.append(
-                    (
-                        draft.id or next(fresh),
-                        session_id,
-                        seq,
-                        draft.run_id,
-                        draft.step_number,
-                        draft.role,
-                        content.get("type", "update"),
-                        1 if content.get("partial", False) else 0,
-                        0,
-                        dumps(content).decode(),
-                        None if raw is None else dumps(raw).decode(),
-                        stamp,
+                    MessageRow(
+                        id=draft.id or next(fresh),
+                        session_id=session_id,
+                        seq=seq,
+                        run_id=draft.run_id,
+                        step_number=draft.step_number,
+                        role=draft.role,
+                        type=content.get("type", "update"),
+                        partial=bool(content.get("partial", False)),
+                        dropped=False,
+                        content=dumps(content).decode(),
+                        raw=None if raw is None else dumps(raw).decode(),
+                        created_at=stamp,
                     )
                 )
             self._seq[session_id] = seq
@@ -155,8 +150,8 @@ class Writer:
     def _take_batch(self) -> list[Receipt]:
         """The receipts for one transaction, in order. With a hot path, a batch is either
         all hot (only ops it knows) or all not: a receipt that needs SQLAlchemy does not
-        take the flood queued ahead of it onto the slow path (a turn's end behind 2 000
-        queued tool updates cost ~60 ms of SQLAlchemy binds where the hot path takes ~15)."""
+        take the flood queued ahead of it onto the slow path (SQLAlchemy's binds for a
+        full batch of queued tool updates cost several times the hot path's)."""
         batch: list[Receipt] = []
         rows = 0
         queue, split = self._queue, self._hot is not None
@@ -216,9 +211,9 @@ class Writer:
             if rows:
                 messages.extend(rows)
                 last = rows[-1]
-                activity[last[1]] = (last[2], last[11])
+                activity[last.session_id] = (last.seq, last.created_at)
                 if item.created_at is not None:
-                    stamps[last[11]] = item.created_at
+                    stamps[last.created_at] = item.created_at
         return hot
 
     async def run(self) -> None:
@@ -267,7 +262,7 @@ class Writer:
         rows = [row for item in batch if id(item) not in failed for row in item.rows]
         metrics.observe_commit(time.perf_counter() - started, len(rows))
         if rows:
-            metrics.count_messages(map(_TYPE, rows))
+            metrics.count_messages(row.type for row in rows)
             for session_id, frames in stored_frames(rows).items():
                 self._broker.publish(session_id, frames)
         for item in batch:
@@ -315,7 +310,7 @@ class Writer:
                 continue
             errors.setdefault(item.session_id, item.error)
             if item.rows:
-                first_lost.setdefault(item.session_id, item.rows[0][2])
+                first_lost.setdefault(item.session_id, item.rows[0].seq)
         if not errors:
             return
         kept: deque[Receipt] = deque()
@@ -323,7 +318,7 @@ class Writer:
             if item.session_id in errors:
                 self._pending_rows -= len(item.rows)
                 if item.rows:
-                    first_lost.setdefault(item.session_id, item.rows[0][2])
+                    first_lost.setdefault(item.session_id, item.rows[0].seq)
                 item._set_committed(errors[item.session_id])
             else:
                 kept.append(item)
@@ -351,8 +346,8 @@ def _spans(rows: list[MessageRow]) -> dict[str, tuple[int, int]]:
     """Per session: the first and last seq among ``rows`` (in seq order)."""
     spans: dict[str, tuple[int, int]] = {}
     for row in rows:
-        first = spans.get(row[1])
-        spans[row[1]] = (row[2] if first is None else first[0], row[2])
+        first = spans.get(row.session_id)
+        spans[row.session_id] = (row.seq if first is None else first[0], row.seq)
     return spans
 
 

@@ -9,8 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+import server.sessions as domain
 from agent_bridge.jsontypes import JsonObject
-from server.sessions import errors as domain
 from server.web.jsonresp import JSONResponse
 
 __all__ = ["ApiError", "DOMAIN_STATUS", "domain_status", "exception_handlers", "error_response"]

@@ -9,8 +9,7 @@ from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
     from server.cluster import Cluster
-    from server.sessions.agents import AgentConfig
-    from server.sessions.hub import Hub
+    from server.sessions import AgentConfig, Sessions
     from server.settings import Settings
     from server.stream.broker import Broker
     from server.stream.writer import Writer
@@ -25,7 +24,7 @@ class AppState:
     db: Database
     writer: Writer
     broker: Broker
-    hub: Hub
+    sessions: Sessions
     agents: dict[str, AgentConfig]
     cluster: Cluster
 

@@ -10,7 +10,7 @@ import msgspec
 from agent_bridge.jsontypes import JsonObject
 from server import shapes
 from server.contents import as_json
-from server.sessions.controls import empty_controls
+from server.sessions import empty_controls
 from server.stream.frames import iso, message_view
 from store import Repo, Run, SessionRecord, ToolCall
 
@@ -83,6 +83,7 @@ def workspace_shape(session: SessionRecord, repo: Repo) -> shapes.Workspace:
         branch=session.branch,
         base_ref=session.base_ref,
         base_commit=session.base_commit,
+        merged=msgspec.convert(session.merged, shapes.Merged) if session.merged else None,
     )
 
 

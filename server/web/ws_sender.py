@@ -3,16 +3,16 @@
 API.md gives each message its own text frame, so frames are not merged; but the frames
 queued for one viewer are serialised back to back and handed to the socket in writes of
 about ``WRITE_BYTES`` when the server is uvicorn's websockets-sansio protocol (its
-``auto`` choice), instead of one ASGI ``send`` per frame. A profile of a 40 000-update
-flood (py-spy on the server) had 13 % of the event loop's time in
-``WebSocket.send_text`` per frame: three middleware wrappers, the ``str`` → UTF-8
+``auto`` choice), instead of one ASGI ``send`` per frame. Profiles of a flood had a
+good share of the event loop's time in ``WebSocket.send_text`` per frame
+(bench/results/notes.md): three middleware wrappers, the ``str`` → UTF-8
 encode for each viewer, and a ``send`` syscall per frame. Frames arrive as UTF-8 bytes,
 encoded once for every viewer.
 
 With no extension negotiated (the server turns permessage-deflate off) the frames'
 headers are written here, RFC 6455's two to ten bytes before each frame's bytes, instead
 of through ``Protocol.send_text`` (a ``Frame`` object, its checks and ``serialize`` per
-frame per viewer: 5 % of the event loop's samples in a 40 000-update flood); with an
+frame per viewer, a visible share of a flood's profile); with an
 extension (a client of another server configuration) the protocol frames them.
 
 Anything else (another ASGI server, another protocol) gets one ``send`` per frame.
@@ -23,8 +23,8 @@ for ever. Before each batch the sender waits for the socket to take data, for at
 ``stall_seconds`` (``WS_STALL_SECONDS``); then it aborts the connection (no close frame
 could reach the viewer anyway), which frees the buffers and ends the viewer's stream.
 The writes of one batch go to uvicorn's buffer without waiting: waiting for the socket
-between them cost a tool-update flood ~20 % of its rate (bench-ab, 80 → 99 µs of server
-CPU an update), and a batch is bounded by the viewer's queue.
+between them cost a tool-update flood a fifth of its rate (bench/results/notes.md), and
+a batch is bounded by the viewer's queue.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ STALL_SECONDS = 60.0  # WS_STALL_SECONDS' default
 _MAX_DEPTH = 8
 # Frames go to the transport in writes of about this many bytes. One write of a whole
 # backlog (a flood of ~5 KB tool updates: thousands of frames, megabytes) joined it into
-# fresh memory each time: perf (page-faults, --call-graph dwarf) of the server over a
-# 10 000-tool-update flood had that join at 34 % of the event loop thread's page faults
-# (~2 faults an update in all). A join under glibc's mmap threshold (128 KiB) reuses
-# freed heap memory; a flood of ~100-byte text frames still takes one write per ~600.
+# fresh memory each time: perf of the server over a tool-update flood had that join as
+# the largest source of the event loop thread's page faults. A join under glibc's mmap
+# threshold (128 KiB) reuses freed heap memory; a flood of ~100-byte text frames still
+# takes one write per several hundred frames.
 WRITE_BYTES = 64 * 1024
 
 

@@ -5,7 +5,6 @@ environment, and cleanup of whole process groups. Real processes, real Workspace
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 from agent_bridge import OutputBuffer, RpcError, TerminalHost, Workspace
 from agent_bridge.process import OWNER_ENV, SESSION_ENV
 from agent_bridge.terminals import RESOURCE_NOT_FOUND, TERMINAL_LIMIT_REACHED
-from tests.helpers import process_state
+from tests.helpers import process_state, wait_for
 from tests.traversal_payloads import ESCAPES, TRAVERSAL_PAYLOADS, make_traversal_tree
 
 pytestmark = pytest.mark.anyio
@@ -31,11 +30,11 @@ BASE_ENV = {
 
 def wait_gone(pids: list[int], timeout: float = 10) -> None:
     """Poll /proc (with a deadline) until none of ``pids`` exists, not even as a zombie."""
-    deadline = time.monotonic() + timeout
-    while any(process_state(p) is not None for p in pids):
-        if time.monotonic() > deadline:
-            raise AssertionError({p: process_state(p) for p in pids})
-        time.sleep(0.01)
+    wait_for(
+        lambda: all(process_state(p) is None for p in pids),
+        lambda: {p: process_state(p) for p in pids},
+        timeout,
+    )
 
 
 @pytest.fixture

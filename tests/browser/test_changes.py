@@ -51,8 +51,8 @@ def write(page: Any, path: str, text: str, turns: int) -> None:
 
 
 def open_changes(page: Any) -> Any:
-    page.get_by_role("button", name="Changes", exact=True).first.click()
-    panel = page.locator(".changes-panel")
+    page.get_by_role("tab", name="Review").click()
+    panel = page.locator(".review-pane")
     expect(panel).to_be_visible()
     return panel
 
@@ -87,6 +87,7 @@ def test_isolated_session_changes_commit_and_merge(
     expect(view.locator(".code.add").first).to_contain_text("return 2")
 
     # what did the first turn change: only notes.txt
+    page.get_by_role("tab", name="Conversation").click()
     page.locator(".msg-user").first.get_by_role("button", name="Changes").click()
     expect(files).to_have_count(1)
     expect(files.first).to_contain_text("notes.txt")
@@ -154,8 +155,10 @@ def test_a_5000_line_patch_is_drawn_while_the_page_stays_usable(
     panel = open_changes(page)
     expect(panel.locator(".changes-file")).to_contain_text("+5000")
     view = panel.locator(".patch-view")
+    page.get_by_role("tab", name="Conversation").click()  # the page answers during the drawing
     box = page.locator("#prompt-input")
-    box.fill("typed while the diff is drawn")  # the page answers during the drawing
+    box.fill("typed while the diff is drawn")
+    page.get_by_role("tab", name="Review").click()
     # a wait, not a speed check: a loaded CI box draws slower (the bound is generous)
     expect(view).to_have_attribute("data-state", "done", timeout=90_000)
     expect(view.locator(".pl.add")).to_have_count(5000)

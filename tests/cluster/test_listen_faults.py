@@ -11,7 +11,6 @@ catches up from the database with its cursor: every message, in order, with no g
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anyio
@@ -22,6 +21,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.conftest import PG_SERVER
+from tests.helpers import wait_for_async
 
 pytestmark = [
     pytest.mark.anyio,
@@ -66,11 +66,12 @@ async def follow(
 
 async def wait_log(node: Any, text: str, timeout: float = 30) -> None:
     """Poll a node's log file (a process we do not own) until ``text`` appears."""
-    deadline = time.monotonic() + timeout
-    while text not in node.log():
+
+    async def logged() -> bool:
         assert node.process.poll() is None, f"node exited:\n{node.log()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {text!r} in the log:\n{node.log()[-3000:]}"
-        await anyio.sleep(0.05)
+        return text in node.log()
+
+    await wait_for_async(logged, lambda: f"no {text!r} in the log:\n{node.log()[-3000:]}", timeout)
 
 
 async def test_a_lost_listen_connection_is_reconnected_and_viewers_catch_up(

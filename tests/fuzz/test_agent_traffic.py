@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from agent_bridge.orphans import SESSION_ENV
 from server.app import create_app
 from tests.fuzz.support import RAW_AGENT, answers, raw_agent, received
 from tests.fuzz.traffic import Traffic, key, traffic
-from tests.helpers import create_session, messages, processes_with_env, prompt
+from tests.helpers import create_session, messages, processes_with_env, prompt, wait_for
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 # A deeper run takes longer than the suite's per-test timeout allows.
@@ -54,16 +53,6 @@ def check_answers(got: list[dict[str, Any]], drawn: Traffic) -> None:
         assert ("result" in answer) != ("error" in answer), answer
         if answer.get("id") is None:
             assert answer["error"]["code"] in (-32700, -32600), answer
-
-
-def wait_for(predicate: Any, what: Any, timeout: float = 30) -> None:
-    """``what`` says what is awaited: a string, or a callable read only on failure."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            said = what() if callable(what) else what
-            raise AssertionError(f"{said} did not happen within {timeout} s")
-        time.sleep(0.01)  # polling a subprocess and a database, not standing in for one
 
 
 class Callbacks:

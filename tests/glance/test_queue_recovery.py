@@ -4,9 +4,12 @@ sessions asked for."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
-from server.sessions.queue import cancel_left_over
+from server.sessions.supervision.recovery import cancel_left_over
+from server.stream.broker import Broker
+from server.stream.writer import Writer
 from store import Database, Run
 from tests.store.test_store import T0
 
@@ -39,12 +42,17 @@ async def _status(store: Database, run_id: str) -> str:
 
 async def test_left_over_queued_runs_are_cancelled(store: Database) -> None:
     await _runs(store, {"q1": "queued", "q2": "queued", "done": "completed"})
-    assert await cancel_left_over(store, {"another-session"}) == 0
-    assert await _status(store, "q1") == "queued"
-    assert await cancel_left_over(store, None) == 2
-    assert [await _status(store, r) for r in ("q1", "q2", "done")] == [
-        "cancelled",
-        "cancelled",
-        "completed",
-    ]
-    assert await cancel_left_over(store, None) == 0
+    writer = Writer(store, Broker())  # the cancelling is a writer op (CancelQueued)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        assert await cancel_left_over(store, writer, {"another-session"}) == 0
+        assert await _status(store, "q1") == "queued"
+        assert await cancel_left_over(store, writer, None) == 2
+        assert [await _status(store, r) for r in ("q1", "q2", "done")] == [
+            "cancelled",
+            "cancelled",
+            "completed",
+        ]
+        assert await cancel_left_over(store, writer, None) == 0
+        await writer.drain()
+        tg.cancel_scope.cancel()

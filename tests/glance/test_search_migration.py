@@ -1,4 +1,4 @@
-"""Migration 0009 on a real database (SQLite, or PostgreSQL in the second pass): it
+"""Migration 0010 on a real database (SQLite, or PostgreSQL in the second pass): it
 indexes what was stored before it (final texts and titles, not chunks or dropped
 messages), goes down cleanly to 0008 (data kept, index objects gone) and up again."""
 
@@ -95,10 +95,10 @@ async def _names(db: Database) -> set[str]:
         return await conn.run_sync(names)
 
 
-async def test_0009_indexes_old_rows_and_goes_down_and_up(database: Database) -> None:
+async def test_0010_indexes_old_rows_and_goes_down_and_up(database: Database) -> None:
     await upgrade(database)
-    await _seed(database)  # through the models (at head), then down: rows from before 0009
-    await downgrade(database, "0008_stats_half_hours")
+    await _seed(database)  # through the models (at head), then down: rows from before 0010
+    await downgrade(database, "0009_session_merged")
     gone = await _names(database)
     assert not {n for n in gone if search_store.is_index_object(n)}
     assert not {"title_source", "archived", "ix_sessions_activity"} & gone
@@ -106,7 +106,7 @@ async def test_0009_indexes_old_rows_and_goes_down_and_up(database: Database) ->
         count = (await session.execute(text("SELECT count(*) FROM messages"))).scalar_one()
     assert count == 4  # the data stays
 
-    await upgrade(database)  # the backfill: what was stored before 0009
+    await upgrade(database)  # the backfill: what was stored before 0010
     assert await _found(database, "ocelot") in ([(S2, 1)], [(S2, 3)])  # its best message
     assert await _found(database, "platypus") == [(S2, 3)]  # the final text, not the chunk
     assert await _found(database, "axolotl") == []  # dropped

@@ -18,7 +18,7 @@ from agent_bridge.orphans import process_start_time
 from agent_bridge.spawn import wrapped
 from agent_bridge.wrapper import kill_cgroup, remove_cgroup
 from tests.fuzz.support import alive
-from tests.lifecycle.test_descendants import wait_until
+from tests.helpers import wait_for
 
 
 def sleeper() -> subprocess.Popen[bytes]:
@@ -116,7 +116,7 @@ def test_the_guard_empties_and_removes_the_cgroup_when_the_agent_ends(
         process = subprocess.Popen(argv, start_new_session=True)
         assert process.wait(30) == 0
         daemon = int(pid_file.read_text())
-        wait_until(lambda: not alive(daemon) and not (base / str(process.pid)).exists())
+        wait_for(lambda: not alive(daemon) and not (base / str(process.pid)).exists())
     finally:  # a failure leaves nothing behind either
         for cgroup in [p for p in base.iterdir() if p.is_dir()]:
             kill_cgroup(str(cgroup))

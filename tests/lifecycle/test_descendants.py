@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from agent_bridge.cgroups import KINDS, hierarchies
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV
 from server.app import create_app
 from tests.fuzz.support import alive, answers, line, pid_from, raw_agent, write
-from tests.helpers import create_session, live_agent_pid, processes_with_env
+from tests.helpers import create_session, live_agent_pid, processes_with_env, wait_for
 
 
 def detaching_agent(folder: Path, pid_file: Path) -> str:
@@ -64,16 +63,8 @@ def terminal_pids(folder: Path) -> tuple[int, int]:
     terminal was created and its command has written both."""
     created = [a.get("result", a) for a in answers(folder) if a.get("id") == "term"]
     assert created == [{"terminalId": "term_1"}]
-    wait_until(lambda: (folder / "term.pid").exists() and (folder / "term.pid").read_text())
+    wait_for(lambda: (folder / "term.pid").exists() and (folder / "term.pid").read_text())
     return pid_from(folder / "term.pid"), pid_from(folder / "term-daemon.pid")
-
-
-def wait_until(predicate, timeout: float = 20) -> None:  # noqa: ANN001 - a test helper
-    """Poll processes we do not own until ``predicate()``; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "the condition did not come true"
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("cgroups", ["auto", "off"])
@@ -94,20 +85,20 @@ def test_detached_descendants_die_with_their_session(
         end = create_session(client, repo, agentId="end")["id"]
         for sid in (keep, end):
             run = client.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
-            wait_until(
+            wait_for(
                 lambda run=run: client.get(f"/api/agent-runs/{run}").json()["status"] != "running"
             )
         daemons = {sid: pid_from(path) for sid, path in ((keep, keep_pid), (end, end_pid))}
         assert all(alive(pid) for pid in daemons.values())
         assert os.getsid(daemons[end]) != os.getsid(live_agent_pid(client, end))  # detached
-        hub = client.app.state.agent_sessions.hub
-        sweep = hub.orphans.sweep
-        assert client.portal.call(sweep, lambda: set(hub.live)) == []  # both live: kept
+        sessions = client.app.state.agent_sessions.sessions
+        sweep = sessions.supervisor.orphans.sweep
+        assert client.portal.call(sweep, lambda: set(sessions.registry)) == []  # both live: kept
         assert client.post(f"/api/sessions/{end}/complete").status_code == 200
         assert not alive(daemons[end])  # gone when its session ended, not later
         assert alive(daemons[keep])  # another session's, still live
         assert processes_with_env(f"{SESSION_ENV}={end}\0") == []  # its guard too
-        base = hub.cgroups.base
+        base = sessions.services.cgroups.base
         assert (base is None) is (cgroups == "off" or not any(map(usable, KINDS)))
         if base is not None:  # the ended agent's cgroup is removed, the live one's kept
             assert [p.name for p in base.iterdir() if p.is_dir()] == [
@@ -131,11 +122,11 @@ def test_a_terminals_detached_descendants_die_with_the_session(
         repo = client.get("/api/repos").json()["repos"][0]["id"]
         sid = create_session(client, repo)["id"]
         run = client.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
-        wait_until(lambda: client.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+        wait_for(lambda: client.get(f"/api/agent-runs/{run}").json()["status"] != "running")
         terminal, daemon = terminal_pids(folder)
         agent = live_agent_pid(client, sid)
         assert os.getsid(daemon) not in (agent, terminal) and alive(terminal) and alive(daemon)
-        base = client.app.state.agent_sessions.hub.cgroups.base
+        base = client.app.state.agent_sessions.sessions.services.cgroups.base
         if base is not None:
             procs = (base / str(agent) / "cgroup.procs").read_text().split()
             assert {str(agent), str(terminal), str(daemon)} <= set(procs)
@@ -172,7 +163,7 @@ def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path, k
         repo = http.get("/api/repos").json()["repos"][0]["id"]
         sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
         run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
-        wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+        wait_for(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
     terminal, terminal_daemon = terminal_pids(tmp_path / "agent")
     # agent, guard, child, daemon, terminal, terminal_daemon
     ours = processes_with_env(f":{server.process.pid}:")
@@ -189,13 +180,13 @@ def test_descendants_go_when_the_server_is_killed(live_server, tmp_path: Path, k
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(10)
     if kind == "off":
-        wait_until(lambda: not any(alive(p) for p in ours if p not in (daemon, terminal_daemon)))
+        wait_for(lambda: not any(alive(p) for p in ours if p not in (daemon, terminal_daemon)))
         assert alive(daemon) and alive(terminal_daemon)  # the fallback: the next start's sweep
         live_server(AGENT_COMMAND=command, AGENT_CGROUPS=kind)
         assert not alive(daemon) and not alive(terminal_daemon)
         return
-    wait_until(lambda: not any(alive(p) for p in ours))  # with the server, no restart
-    wait_until(lambda: server_cgroups(kind, server.process.pid) == [])  # nothing left behind
+    wait_for(lambda: not any(alive(p) for p in ours))  # with the server, no restart
+    wait_for(lambda: server_cgroups(kind, server.process.pid) == [])  # nothing left behind
 
 
 def test_restarting_node_leaves_other_nodes_agents(live_server, tmp_path: Path) -> None:
@@ -208,7 +199,7 @@ def test_restarting_node_leaves_other_nodes_agents(live_server, tmp_path: Path) 
         repo = http.get("/api/repos").json()["repos"][0]["id"]
         sid = http.post("/api/sessions", json={"repoId": repo}).json()["id"]
         run = http.post(f"/api/sessions/{sid}/prompt", json={"text": "go"}).json()["runId"]
-        wait_until(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
+        wait_for(lambda: http.get(f"/api/agent-runs/{run}").json()["status"] != "running")
     agents = processes_with_env(f":node-a:{first.process.pid}:")
     assert agents and alive(pid_from(pid_file))
     second = live_server(AGENT_COMMAND=command, NODE_ID="node-b")
@@ -255,7 +246,7 @@ def test_start_sweep_kills_only_what_a_dead_process_of_its_own_node_left(
         }[whose]
         process = marked(owner)
         try:
-            wait_until(
+            wait_for(
                 lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes()
             )
             found = kill_orphans(me)
@@ -278,7 +269,7 @@ def test_a_sweep_spares_an_agent_whose_session_went_live_while_it_ran(monkeypatc
     me = owner_marker("db", "node:1")
     process = marked(me)  # our child, of session "s", not (yet) tracked
     try:
-        wait_until(lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes())
+        wait_for(lambda: OWNER_ENV.encode() in Path(f"/proc/{process.pid}/environ").read_bytes())
         live: set[str] = set()
         real_pids = orphans._pids
 

@@ -51,8 +51,8 @@ def test_idle_sweep_completes_only_idle_sessions(make_settings) -> None:
         pid = live_agent_pid(client, idle)
         _backdate(client, idle, 5)
         _backdate(client, busy, 0.5)  # used half a minute ago: not idle yet
-        hub = client.app.state.agent_sessions.hub
-        assert client.portal.call(hub.sweep_idle) == [idle]
+        sessions = client.app.state.agent_sessions.sessions
+        assert client.portal.call(sessions.supervisor.sweep_idle) == [idle]
         record = client.get(f"/api/sessions/{idle}").json()
         assert record["status"] == "completed"
         assert _statuses(client, idle)[-1] == {

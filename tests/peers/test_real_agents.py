@@ -108,7 +108,7 @@ def test_list_and_switch_controls_offline(real_agent: tuple[str, Settings]) -> N
             assert changed.status_code == 200, changed.text
             now = next(o for o in changed.json()["config"] if o["id"] == option["id"])
             assert now["currentValue"] == value
-        hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-        pid = int(hub.live[sid].client.connection.process.pid)
+        sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+        pid = int(sessions.registry[sid].client.connection.process.pid)
         assert client.delete(f"/api/sessions/{sid}").status_code == 200
-        assert sid not in hub.live and pid_gone(pid)
+        assert sid not in sessions.registry and pid_gone(pid)

@@ -292,7 +292,7 @@ def test_resume_restarts_a_gone_agent_and_restores_its_session(
         old_pid = live_agent_pid(client, session["id"])
     assert pid_gone(old_pid)
     with TestClient(create_app(settings)) as client:
-        assert session["id"] not in client.app.state.agent_sessions.hub.live  # type: ignore[attr-defined]
+        assert session["id"] not in client.app.state.agent_sessions.sessions.registry  # type: ignore[attr-defined]
         accepted = resume(client, paused["id"], text="history")
         run = finished_run(client, session["id"], accepted["id"])
         assert (run["status"], run["resumedFrom"], run["stepCount"]) == (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from server.sessions.turn import Turn
+from server.sessions.live.turn import Turn
 from store import Run, ToolCall
 from tests.runs.support import Clock
 

@@ -17,6 +17,7 @@ from starlette.websockets import WebSocketDisconnect
 from server.app import create_app
 from server.settings import Settings, load_settings
 from tests.conftest import settings_env
+from tests.helpers import wait_for
 
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 WS = "WEBSOCKET"
@@ -88,10 +89,4 @@ def ws_close_code(
 
 def when(predicate: Callable[[], bool], timeout: float = 15, what: str = "condition") -> None:
     """Poll ``predicate`` (with a deadline) until it holds."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    wait_for(predicate, what, timeout)

@@ -196,10 +196,10 @@ def test_kept_across_load(make_client: Callable[..., TestClient], tmp_path: Any)
     sid = new_session(client)["id"]
     assert client.put(f"/api/sessions/{sid}/mode", json={"modeId": "ask"}).status_code == 200
     assert answer_of(client, sid, "one").startswith("[ask mode]")
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    live = hub.live[sid]
+    sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+    live = sessions.registry[sid]
     client.portal.call(live.stop, "cancelled")  # type: ignore[union-attr]
-    assert sid not in hub.live
+    assert sid not in sessions.registry
     # the agent comes back through session/load, which answers its default mode
     assert answer_of(client, sid, "two").startswith("[ask mode] You said: two")
     assert controls(client, sid)["modes"]["currentModeId"] == "ask"

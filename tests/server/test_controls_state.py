@@ -1,13 +1,13 @@
-"""server.sessions.controls and the translator's controls messages, without an agent:
+"""server.sessions.live.controls_state and the translator's controls messages, without an agent:
 the shapes real agents send (groups, boolean options, the legacy models block)."""
 
 from __future__ import annotations
 
 import pytest
 
-from server.sessions.controls import ControlsState
 from server.sessions.errors import Conflict, Invalid, NotFound
-from server.sessions.translate import Translator
+from server.sessions.live.controls_state import ControlsState
+from server.sessions.live.translate import Translator
 
 ANSWER = {
     "sessionId": "s",

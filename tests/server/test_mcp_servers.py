@@ -18,7 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.sessions.agents import load_agents
+from server.sessions.agents.config import load_agents
 from server.settings import Settings, SettingsError
 from tests.helpers import pid_gone, prompt, run_ended, wait_for_message
 from tests.server.test_api_repos import assert_error
@@ -122,9 +122,9 @@ def test_passed_in_new_and_load_and_reaped(
     pids = new["pids"]
     assert len(pids) == 2 and not any(pid_gone(p) for p in pids)
     # the session ends: the MCP servers, the agent's children, end with it
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    client.portal.call(hub.live[sid].stop, "cancelled")  # type: ignore[union-attr]
-    assert sid not in hub.live
+    sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+    client.portal.call(sessions.registry[sid].stop, "cancelled")  # type: ignore[union-attr]
+    assert sid not in sessions.registry
     assert all(wait_gone(p) for p in pids), [p for p in pids if not pid_gone(p)]
     # started again (session/load): the same servers, the session's addition included
     run_id = prompt(client, sid, "hello")

@@ -49,8 +49,8 @@ def test_a_failing_operation_fails_only_its_own_session(
     client: TestClient, two_sessions: tuple[str, str]
 ) -> None:
     good, bad = two_sessions
-    hub = client.app.state.agent_sessions.hub  # type: ignore[attr-defined]
-    writer = hub.writer
+    sessions = client.app.state.agent_sessions.sessions  # type: ignore[attr-defined]
+    writer = sessions.services.writer
     before = {sid: len(messages(client, sid)) for sid in (good, bad)}
 
     def submit_one_batch() -> list[Receipt]:
@@ -88,7 +88,7 @@ def test_a_failing_operation_fails_only_its_own_session(
     assert_gap_free(bad_rows)
     notes = [m["content"]["text"] for m in bad_rows if m["content"]["type"] == "note"]
     assert notes == ["note 2"]
-    assert bad not in hub.live  # its agent was stopped
+    assert bad not in sessions.registry  # its agent was stopped
 
     # The good session is untouched: all three messages stored, still active, and it
     # goes on storing.
@@ -110,7 +110,7 @@ def test_a_failing_write_without_a_session_fails_only_its_waiter(
     client: TestClient, two_sessions: tuple[str, str]
 ) -> None:
     good, _bad = two_sessions
-    writer = client.app.state.agent_sessions.hub.writer  # type: ignore[attr-defined]
+    writer = client.app.state.agent_sessions.writer  # type: ignore[attr-defined]
 
     def submit_one_batch() -> list[Receipt]:
         return [writer.submit(None, (), [failing_op]), writer.submit(good, [text(1)])]

@@ -2,20 +2,20 @@
 frame a viewer got live for it (byte for byte where the database keeps the writer's JSON
 text, SQLite; the same JSON value on PostgreSQL, whose ``jsonb`` has its own text).
 
-The live frames come from the writer (``stored_frame``), the replayed ones from a page
-read back (``store.replay`` + ``replay_frame``): two paths that must not drift."""
+The live frames come from the rows the writer stored, the replayed ones from the rows a
+page read back (``store.replay``): one builder (``stored_frame``), two sources of rows
+that must not drift."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from starlette.testclient import TestClient, WebSocketTestSession
 
 from server.settings import Settings
-from server.stream.frames import replay_frame, stored_frame
-from store.hot_writes import MessageRow
+from server.stream.frames import stored_frame
+from store.message_row import MessageRow
 from tests.helpers import create_session, prompt
 
 # A text with what JSON escapes or encodes as UTF-8, then a turn of tool calls.
@@ -83,21 +83,31 @@ def test_a_replayed_frame_is_the_live_frame_of_its_message(
     ]
 
 
-def test_the_replay_frame_of_each_stored_timestamp_form() -> None:
-    """SQLite's stored text (with microseconds, as the server writes it, or without a
-    fraction, as a raw insert of ``str(datetime)`` leaves it) and PostgreSQL's datetime
-    give API.md's timestamp; the frame is the writer's frame of the same columns."""
+def test_the_frame_of_each_stored_timestamp_form() -> None:
+    """SQLite's stored text (with microseconds, as the server writes it and as
+    ``store.replay`` reads PostgreSQL's, or without a fraction, as a raw insert of
+    ``str(datetime)`` leaves it) gives API.md's timestamp."""
     content = '{"type":"text","text":"hi","partial":false}'
-    row: MessageRow = (UUID, UUID, 7, None, 2, "agent", "text", 0, 0, content, None, "")
     cases = {
         "2026-01-01 12:00:00.123456": "2026-01-01T12:00:00.123Z",
+        "2026-01-01 12:00:00.999999": "2026-01-01T12:00:00.999Z",
         "2026-01-01 12:00:00": "2026-01-01T12:00:00.000Z",
-        datetime(2026, 1, 1, 12, 0, 0, 999999, tzinfo=UTC): "2026-01-01T12:00:00.999Z",
     }
     for stamp, timestamp in cases.items():
-        frame = replay_frame(UUID, (UUID, None, 7, "agent", 2, content, stamp))
-        message = orjson.loads(frame)["message"]
+        row = MessageRow(
+            id=UUID,
+            session_id=UUID,
+            seq=7,
+            run_id=None,
+            step_number=2,
+            role="agent",
+            type="text",
+            partial=False,
+            dropped=False,
+            content=content,
+            raw=None,
+            created_at=stamp,
+        )
+        message = orjson.loads(stored_frame(row))["message"]
         assert message["timestamp"] == timestamp
         assert message["content"] == orjson.loads(content)
-        if isinstance(stamp, str):
-            assert frame == stored_frame((*row[:11], stamp))

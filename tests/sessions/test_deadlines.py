@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-import server.sessions.live_session as live_session_module
-from server.sessions.agents import load_agents
-from server.sessions.live_session import LiveSession
+import server.sessions.live.session as live_session_module
+from server.sessions.agents.config import load_agents
+from server.sessions.live.session import LiveSession
 from server.sessions.services import Services
 from server.settings import CLEANUP_SECONDS, Settings
 from tests.store.test_store import session_record

@@ -4,13 +4,11 @@ sweep began. Any other refusal or failure is not swallowed (the sweep loop logs 
 from __future__ import annotations
 
 from datetime import datetime
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from server.sessions.errors import ActiveRecently, SessionNotActive, Unavailable
-from server.sessions.idle import sweep_idle
+from server.sessions.supervision.idle import sweep_idle
 from store import Database
 from tests.store.test_store import T0, session_record
 
@@ -26,18 +24,14 @@ async def database(store: Database) -> Database:
     return store
 
 
-class Hub(SimpleNamespace):
-    """What the sweep uses of the hub: settings, the database and end_session."""
+class Ender:
+    """The sweep's ``end``: ends a session as idle, or refuses as the supervisor would."""
 
-    def __init__(self, database: Database, refusals: dict[str, Exception]) -> None:
-        super().__init__(settings=SimpleNamespace(idle_timeout_minutes=30), db=database)
+    def __init__(self, refusals: dict[str, Exception]) -> None:
         self.refusals = refusals
         self.ended: list[str] = []
 
-    async def end_session(
-        self, session_id: str, status: str, reason: str, *, idle_before: datetime
-    ) -> Any:
-        assert (status, reason) == ("completed", "idle_timeout")
+    async def __call__(self, session_id: str, idle_before: datetime) -> None:
         assert idle_before > T0
         if session_id in self.refusals:
             raise self.refusals[session_id]
@@ -45,15 +39,14 @@ class Hub(SimpleNamespace):
 
 
 async def test_sessions_ended_or_used_meanwhile_are_skipped(database: Database) -> None:
-    hub = Hub(
-        database,
-        {"ended": SessionNotActive("The session is already completed."), "used": ActiveRecently()},
+    end = Ender(
+        {"ended": SessionNotActive("The session is already completed."), "used": ActiveRecently()}
     )
-    assert sorted(await sweep_idle(hub)) == ["idle", "s1"]  # type: ignore[arg-type]
-    assert sorted(hub.ended) == ["idle", "s1"]
+    assert sorted(await sweep_idle(database, 30, end)) == ["idle", "s1"]
+    assert sorted(end.ended) == ["idle", "s1"]
 
 
 async def test_any_other_refusal_is_not_swallowed(database: Database) -> None:
-    hub = Hub(database, {"ended": Unavailable("shutting_down", "The server is shutting down.")})
+    end = Ender({"ended": Unavailable("shutting_down", "The server is shutting down.")})
     with pytest.raises(Unavailable):
-        await sweep_idle(hub)  # type: ignore[arg-type]
+        await sweep_idle(database, 30, end)

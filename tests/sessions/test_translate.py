@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from server.sessions.translate import Translator, block_text, tool_status
+from server.sessions.live.translate import Translator, block_text, tool_status
 
 Update = dict[str, Any]
 

@@ -1,7 +1,7 @@
 """The roll-up path of /api/stats (store/stats_fast.py, store/tool_stats_fast.py) gives the
 exact queries' answers (store/stats.py) on randomised histories, after inserts, updates,
 deletes and a session's cascading delete; its percentile estimates stay within the bound
-the README states. On SQLite and (AGENT_SESSIONS_TEST_PG) PostgreSQL."""
+docs/usage.md states. On SQLite and (AGENT_SESSIONS_TEST_PG) PostgreSQL."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ ZONES = (
 AGENTS = ("alpha", "beta", "gamma")
 STATUSES = (*exact.RUN_STATUSES, "zombie")
 TOOLS = ("read", "Read", "edit", None)
-BOUND = 2 ** (1 / 4) - 1  # the README's: an estimate is at most 19 % off
+BOUND = 2 ** (1 / 4) - 1  # docs/usage.md's: an estimate is at most 19 % off
 
 
 def close(fast: float | None, want: float | None) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from anyio import create_task_group, fail_after, to_thread, wait_all_tasks_blocked
+from msgspec.structs import replace
 from sqlalchemy.engine import make_url
 
 from server.stream.broker import Broker
@@ -81,7 +82,7 @@ async def test_a_small_batch_on_the_loop_thread_a_big_one_on_the_writer_thread(
 ) -> None:
     small, big = batch(sqlite_store, INLINE_ROWS), batch(sqlite_store, INLINE_ROWS + 1)
     big.messages[:] = [
-        (f"b{n}", *row[1:2], row[2] + INLINE_ROWS, *row[3:]) for n, row in enumerate(big.messages)
+        replace(row, id=f"b{n}", seq=row.seq + INLINE_ROWS) for n, row in enumerate(big.messages)
     ]
     await hot.writer.commit(small, None)
     await hot.writer.commit(big, None)
@@ -134,7 +135,7 @@ async def test_checkpoints_run_on_a_thread_of_their_own(
     monkeypatch.setattr(checkpoints, "EVERY_COMMITS", 3)
     for n in range(3):
         small = batch(sqlite_store, 1)
-        small.messages[:] = [(f"m{n}", *small.messages[0][1:2], n + 1, *small.messages[0][3:])]
+        small.messages[:] = [replace(small.messages[0], id=f"m{n}", seq=n + 1)]
         await hot.writer.commit(small, None)
         assert in_database_file(hot.path) == 0  # in the WAL only
     ran = hot.writer._checkpoints.ran
@@ -162,7 +163,7 @@ async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
     wal = Path(f"{hot.path}-wal")
     assert wal.stat().st_size > 4 * limit
     late = batch(sqlite_store, 1)
-    late.messages[:] = [("late", *late.messages[0][1:2], 3001, *late.messages[0][3:])]
+    late.messages[:] = [replace(late.messages[0], id="late", seq=3001)]
     await hot.writer.commit(late, None)
     assert wal.stat().st_size <= limit + 16 * 1024  # cut back, then the new commit's pages
     assert count(hot.path) == 3001

@@ -167,7 +167,7 @@ async def test_an_op_for_sqlalchemy_does_not_take_the_flood_ahead_of_it_along(
     hot_commit, slow_insert = writer._hot.commit, message_store.insert_messages
 
     async def spy_hot(batch: Any, announce: Any) -> None:
-        hot_rows.append([row[2] for row in batch.messages])
+        hot_rows.append([row.seq for row in batch.messages])
         await hot_commit(batch, announce)
 
     async def spy_slow(db: AsyncSession, rows: list[dict[str, Any]]) -> None:

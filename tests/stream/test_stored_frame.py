@@ -11,31 +11,32 @@ import pytest
 
 from server.stream.frames import stored_frame, stored_frames
 from server.stream.ids import new_id
+from store.message_row import MessageRow
 
 STAMP = "2026-11-24 21:38:41.985012"
 TRICKY = 'h\u00e9llo "q" \\ \u2028 \U0001f600\n\x01'
 SESSION = "0b5c5a2e-1b1a-4c1e-9e47-4a3f1e2d3c4b"
 
 
-def expected(row: tuple[Any, ...]) -> bytes:
+def expected(row: MessageRow) -> bytes:
     return orjson.dumps(
         {
             "type": "message",
             "message": {
-                "id": row[0],
-                "sessionId": row[1],
-                "runId": row[3],
-                "seq": row[2],
-                "role": row[5],
-                "content": orjson.loads(row[9]),
-                "stepNumber": row[4],
+                "id": row.id,
+                "sessionId": row.session_id,
+                "runId": row.run_id,
+                "seq": row.seq,
+                "role": row.role,
+                "content": orjson.loads(row.content),
+                "stepNumber": row.step_number,
                 "timestamp": "2026-11-24T21:38:41.985Z",
             },
         }
     )
 
 
-def row(**changes: Any) -> tuple[Any, ...]:
+def row(**changes: Any) -> MessageRow:
     values: dict[str, Any] = {
         "id": new_id(),
         "session_id": SESSION,
@@ -46,19 +47,19 @@ def row(**changes: Any) -> tuple[Any, ...]:
         "content": {"type": "text", "text": "x", "partial": True},
     } | changes
     content = orjson.dumps(values["content"]).decode()
-    return (
-        values["id"],
-        values["session_id"],
-        values["seq"],
-        values["run_id"],
-        values["step"],
-        values["role"],
-        values["content"]["type"],
-        1,
-        0,
-        content,
-        None,
-        STAMP,
+    return MessageRow(
+        id=values["id"],
+        session_id=values["session_id"],
+        seq=values["seq"],
+        run_id=values["run_id"],
+        step_number=values["step"],
+        role=values["role"],
+        type=values["content"]["type"],
+        partial=True,
+        dropped=False,
+        content=content,
+        raw=None,
+        created_at=STAMP,
     )
 
 
@@ -105,6 +106,6 @@ def test_a_batch_s_frames_are_each_row_s_frame_per_session_in_order() -> None:
     frames = stored_frames(batch)
     assert list(frames) == [SESSION, other]
     for session, got in frames.items():
-        mine = [message for message in batch if message[1] == session]
-        assert got == [(message[2], stored_frame(message)) for message in mine]
+        mine = [message for message in batch if message.session_id == session]
+        assert got == [(message.seq, stored_frame(message)) for message in mine]
         assert [frame for _, frame in got] == [expected(message) for message in mine]

@@ -41,6 +41,7 @@ def test_isolated_session_gets_its_own_worktree_and_branch(
         "branch": f"agent/{hex8}",
         "baseRef": "main",
         "baseCommit": head,
+        "merged": None,
     }
     write(wt_client, session["id"], "notes.txt", "hello")
     assert (Path(space["path"]) / "notes.txt").read_text() == "hello"
@@ -59,6 +60,7 @@ def test_plain_session_records_base_commit(wt_client: TestClient, proj_id: str, 
         "branch": None,
         "baseRef": "main",
         "baseCommit": git(proj, "rev-parse", "HEAD"),
+        "merged": None,
     }
 
 

@@ -9,9 +9,16 @@ from typing import TypedDict
 
 from server.sessions.workspaces.git import run_git
 
-__all__ = ["Changes", "FileChange", "diff_trees", "parse_name_status", "parse_numstat"]
+__all__ = [
+    "DIFF_OPTIONS",
+    "Changes",
+    "FileChange",
+    "diff_trees",
+    "parse_name_status",
+    "parse_numstat",
+]
 
-_DIFF = ("diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--find-renames")
+DIFF_OPTIONS = ("diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--find-renames")
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "T": "modified"}
 
 
@@ -31,9 +38,11 @@ class Changes(TypedDict):
 
 
 class SessionChanges(Changes):
-    """``GET /api/sessions/{id}/changes``."""
+    """``GET /api/sessions/{id}/changes``; ``scope``: a worktree's own changes
+    (``session``) or the whole repository's working tree (``workspace``)."""
 
     baseCommit: str | None
+    scope: str
 
 
 class Committed(TypedDict):
@@ -91,8 +100,10 @@ def _cap(patch: bytes, limit: int) -> tuple[str, bool]:
 
 
 def diff_trees(path: Path, old: str, new: str, max_bytes: int) -> Changes:
-    statuses = parse_name_status(run_git(path, *_DIFF, "--name-status", "-z", old, new).stdout)
-    counts = parse_numstat(run_git(path, *_DIFF, "--numstat", "-z", old, new).stdout)
+    statuses = parse_name_status(
+        run_git(path, *DIFF_OPTIONS, "--name-status", "-z", old, new).stdout
+    )
+    counts = parse_numstat(run_git(path, *DIFF_OPTIONS, "--numstat", "-z", old, new).stdout)
     files: list[FileChange] = []
     for status, name, old_name in statuses:
         additions, deletions, binary = counts.get(name, (0, 0, False))
@@ -106,5 +117,5 @@ def diff_trees(path: Path, old: str, new: str, max_bytes: int) -> Changes:
                 binary=binary,
             )
         )
-    patch, truncated = _cap(run_git(path, *_DIFF, old, new).stdout, max_bytes)
+    patch, truncated = _cap(run_git(path, *DIFF_OPTIONS, old, new).stdout, max_bytes)
     return Changes(files=files, patch=patch, truncated=truncated)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
+from server.sessions.records import get_record
+from server.sessions.services import Services
+from server.sessions.supervision.registry import Registry
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import (
     Changes,
@@ -16,28 +18,25 @@ from server.sessions.workspaces.changes import (
     SessionChanges,
     diff_trees,
 )
+from server.sessions.workspaces.merged import record_merged
 from server.sessions.workspaces.service import (
     author,
     in_thread,
     session_lock,
-    turn_running,
 )
 from store import SessionRecord
 from store import repos as repo_store
 from store import runs as run_store
 from store import workspaces as workspace_store
 
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
-
 __all__ = ["changes", "commit", "delete_worktree", "merge_session"]
 
 log = logging.getLogger("agent_sessions.workspaces")
 
 
-async def _record_and_repo(hub: Hub, session_id: str) -> tuple[SessionRecord, Path]:
-    record = await hub.get_record(session_id)
-    async with hub.db.read() as db:
+async def _record_and_repo(services: Services, session_id: str) -> tuple[SessionRecord, Path]:
+    record = await get_record(services.db, session_id)
+    async with services.db.read() as db:
         repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
     return record, Path(repo.path)
@@ -81,17 +80,20 @@ def _changes(
     return diff_trees(repo, start, end or _now(record, repo), limit)
 
 
-async def changes(hub: Hub, session_id: str, run_id: str | None) -> SessionChanges:
-    record, repo = await _record_and_repo(hub, session_id)
-    async with hub.db.read() as db:
+async def changes(services: Services, session_id: str, run_id: str | None) -> SessionChanges:
+    record, repo = await _record_and_repo(services, session_id)
+    async with services.db.read() as db:
         runs = await workspace_store.run_ids(db, session_id)
         if run_id is not None:
             run = await run_store.get_run(db, run_id)
             if run is None or run.session_id != session_id:
                 raise NotFound("run", run_id)
-    async with session_lock(hub.writer, session_id):
-        found = await in_thread(_changes, record, repo, runs, run_id, hub.settings.max_diff_bytes)
-    return {"baseCommit": record.base_commit, **found}
+    async with session_lock(services.writer, session_id):
+        found = await in_thread(
+            _changes, record, repo, runs, run_id, services.settings.max_diff_bytes
+        )
+    scope = "session" if record.isolation == "worktree" else "workspace"
+    return {"baseCommit": record.base_commit, "scope": scope, **found}
 
 
 def _require_worktree(record: SessionRecord) -> None:
@@ -101,19 +103,21 @@ def _require_worktree(record: SessionRecord) -> None:
         )
 
 
-async def commit(hub: Hub, session_id: str, message: str) -> Committed:
-    record, repo = await _record_and_repo(hub, session_id)
+async def commit(
+    services: Services, registry: Registry, session_id: str, message: str
+) -> Committed:
+    record, repo = await _record_and_repo(services, session_id)
     _require_worktree(record)
-    if turn_running(hub, session_id):
+    if registry.turn_running(session_id):
         raise TurnInProgress("A turn is running; wait for it or cancel it.")
     path = _workspace(record, repo)
     if path is None:
         raise Conflict("not_a_worktree", "The session's worktree was deleted.")
     assert record.branch is not None
-    async with session_lock(hub.writer, session_id):
+    async with session_lock(services.writer, session_id):
         head = await in_thread(checkpoints.head_commit, path)
         made = await in_thread(
-            merge.commit_all, path, record.id, record.branch, message, author(hub.settings)
+            merge.commit_all, path, record.id, record.branch, message, author(services.settings)
         )
         if made is None:
             raise Conflict("nothing_to_commit", "The worktree has no change to commit.")
@@ -123,9 +127,9 @@ async def commit(hub: Hub, session_id: str, message: str) -> Committed:
 
 
 async def merge_session(
-    hub: Hub, session_id: str, into: str | None, strategy: str, message: str | None
+    services: Services, session_id: str, into: str | None, strategy: str, message: str | None
 ) -> Merged:
-    record, repo = await _record_and_repo(hub, session_id)
+    record, repo = await _record_and_repo(services, session_id)
     _require_worktree(record)
     assert record.branch is not None
     target = into or record.base_ref
@@ -138,7 +142,7 @@ async def merge_session(
     if source is None:
         raise Conflict("not_a_worktree", "The session's branch was deleted.")
     text = message or f"Merge {record.branch} ({record.title or session_id}) into {target}"
-    async with session_lock(hub.writer, session_id):
+    async with session_lock(services.writer, session_id):
         outcome = await in_thread(
             merge.merge_branch,
             repo,
@@ -146,7 +150,7 @@ async def merge_session(
             target,
             strategy == "squash",
             text,
-            author(hub.settings),
+            author(services.settings),
         )
     if outcome.up_to_date:
         raise Conflict("nothing_to_commit", f"{target} already has every commit of the branch.")
@@ -164,17 +168,18 @@ async def merge_session(
             "stash them first. Nothing was changed.",
             {"path": str(outcome.dirty), "into": target},
         )
+    await record_merged(services.writer, session_id, outcome.commit, target)
     log.info("session merged", extra={"session_id": session_id, "into": target})
     return {"commit": outcome.commit, "into": target}
 
 
-async def delete_worktree(hub: Hub, session_id: str, delete_branch: bool) -> None:
-    record, repo = await _record_and_repo(hub, session_id)
+async def delete_worktree(services: Services, session_id: str, delete_branch: bool) -> None:
+    record, repo = await _record_and_repo(services, session_id)
     _require_worktree(record)
     if record.status == "active":
         raise Conflict("session_active", "The session is active; complete or delete it first.")
     path = Path(record.workspace_path or "")
-    async with session_lock(hub.writer, session_id):
+    async with session_lock(services.writer, session_id):
         await in_thread(
             worktrees.remove_worktree, repo, path, record.branch if delete_branch else None
         )

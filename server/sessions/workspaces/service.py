@@ -1,4 +1,4 @@
-"""Session workspaces for the hub and the routes: planning a new session's workspace,
+"""Session workspaces for the session domain: planning a new session's workspace,
 making its worktree, the checkpoint before each turn, restoring files on rewind, a fork's
 own worktree, and the cleanup at repository delete and at start.
 
@@ -14,19 +14,18 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import anyio
 
-from server.sessions.admission import refuse_when_full
 from server.sessions.errors import (
     Conflict,
     Forbidden,
     Invalid,
-    NotFound,
-    SessionNotActive,
     Unavailable,
 )
+from server.sessions.services import Services
+from server.sessions.supervision.admission import refuse_when_full
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git
@@ -36,9 +35,6 @@ from store import SessionRecord
 from store import repos as repo_store
 from store import sessions as session_store
 from store import workspaces as workspace_store
-
-if TYPE_CHECKING:
-    from server.sessions.hub import Hub
 
 __all__ = [
     "Plan",
@@ -56,7 +52,6 @@ __all__ = [
     "restore_for_rewind",
     "session_lock",
     "session_root",
-    "turn_running",
 ]
 
 log = logging.getLogger("agent_sessions.workspaces")
@@ -66,7 +61,7 @@ _locks: weakref.WeakKeyDictionary[Any, defaultdict[str, anyio.Lock]] = weakref.W
 
 
 def session_lock(owner: Writer, session_id: str) -> anyio.Lock:
-    """One git operation at a time per session (keyed by the app's writer, which the hub
+    """One git operation at a time per session (keyed by the app's writer, which the domain
     and its live sessions share: one lock table per app)."""
     return _locks.setdefault(owner, defaultdict(anyio.Lock))[session_id]
 
@@ -84,11 +79,6 @@ async def in_thread(func: Callable[..., T], *args: Any) -> T:
 
 def author(settings: Settings) -> Author:
     return Author(settings.git_author_name, settings.git_author_email)
-
-
-def turn_running(hub: Hub, session_id: str) -> bool:
-    live = hub.live.get(session_id)
-    return live is not None and live.turn is not None
 
 
 class WorkspaceColumns(TypedDict):
@@ -138,16 +128,16 @@ def _describe_base(repo: Path, base_ref: str | None) -> tuple[str | None, str | 
 
 
 async def plan_session(
-    hub: Hub, repo_id: str, isolation: str | None, base_ref: str | None
+    services: Services, repo_id: str, isolation: str | None, base_ref: str | None
 ) -> Plan | None:
     """Check a create request's ``isolation`` and ``baseRef`` before anything is made
     (None: no such repository, which ``create_session`` answers with 404)."""
-    settings = hub.settings
-    async with hub.db.read() as db:
+    settings = services.settings
+    async with services.db.read() as db:
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         return None
-    await refuse_when_full(hub.services)  # a refused create costs no git call
+    await refuse_when_full(services)  # a refused create costs no git call
     path = Path(repo.path)
     chosen = isolation or settings.default_isolation
     try:
@@ -189,16 +179,17 @@ def session_root(settings: Settings, record: SessionRecord, repo_root: Path) -> 
     return path.resolve()
 
 
-async def apply(hub: Hub, record: SessionRecord, columns: WorkspaceColumns) -> None:
+async def apply(services: Services, record: SessionRecord, columns: WorkspaceColumns) -> None:
     """Store a just-admitted session's workspace columns (and set them on ``record``)."""
-    async with hub.db.write() as db, db.begin():
+    async with services.db.write() as db, db.begin():
         await session_store.update_session(db, record.id, **columns)
     for name, value in columns.items():
         setattr(record, name, value)
 
 
-async def _undo_worktree(hub: Hub, repo: Path, root: Path, session_id: str) -> None:
-    """A worktree that could not be made (or filled) goes, and its session ends in error."""
+async def _undo_worktree(repo: Path, root: Path, session_id: str) -> None:
+    """A worktree that could not be made (or filled) goes (its session then ends in
+    error: the caller's clean-up)."""
     await anyio.to_thread.run_sync(
         worktrees.remove_worktree,
         repo,
@@ -206,25 +197,25 @@ async def _undo_worktree(hub: Hub, repo: Path, root: Path, session_id: str) -> N
         worktrees.branch_name(session_id),
     )
     worktrees.finish_creation(root, session_id)
-    await hub.end_session(session_id, "error", "worktree_failed")
 
 
-async def make_worktree(hub: Hub, record: SessionRecord, plan: Plan | None) -> None:
+async def make_worktree(services: Services, record: SessionRecord, plan: Plan | None) -> None:
     """Record the new session's workspace and create its worktree on its branch from its
-    base commit; on failure the session ends ``error`` and nothing is left behind."""
+    base commit; on failure nothing is left behind (and the caller ends the session in
+    ``error``, reason ``worktree_failed``)."""
     if plan is None:
         return
-    await apply(hub, record, plan.columns(record.id))
+    await apply(services, record, plan.columns(record.id))
     if record.isolation != "worktree" or record.base_commit is None:
         return
-    root = hub.settings.workspace_root
-    repo = await repo_path(hub, record)
+    root = services.settings.workspace_root
+    repo = await repo_path(services, record)
     start = record.base_commit
     try:
         await in_thread(worktrees.create_worktree, repo, root, record.id, start)
     except BaseException:
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await _undo_worktree(hub, repo, root, record.id)
+            await _undo_worktree(repo, root, record.id)
         raise
     worktrees.finish_creation(root, record.id)
     log.info("worktree created", extra={"session_id": record.id, "branch": record.branch})
@@ -251,26 +242,26 @@ async def checkpoint_turn(
         log.warning("checkpoint failed", exc_info=True, extra={"session_id": session_id})
 
 
-async def repo_path(hub: Hub, record: SessionRecord) -> Path:
-    async with hub.db.read() as db:
+async def repo_path(services: Services, record: SessionRecord) -> Path:
+    async with services.db.read() as db:
         repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
     return Path(repo.path)
 
 
-async def restore_for_rewind(hub: Hub, record: SessionRecord, seq: int) -> bool:
+async def restore_for_rewind(services: Services, record: SessionRecord, seq: int) -> bool:
     """Put the files back to the checkpoint of the first run after ``seq``; False when
     no run came after it (the files are as they were then)."""
-    async with hub.db.read() as db:
+    async with services.db.read() as db:
         run_id = await workspace_store.first_run_after(db, record.id, seq)
     if run_id is None:
         return False
-    path = session_root(hub.settings, record, await repo_path(hub, record))
+    path = session_root(services.settings, record, await repo_path(services, record))
     ref = checkpoints.checkpoint_ref(record.id, run_id)
     commit = await in_thread(checkpoints.resolve_commit, path, ref)
     if commit is None:
         raise Conflict("no_checkpoint", "That turn has no checkpoint to restore files from.")
-    async with session_lock(hub.writer, record.id):
+    async with session_lock(services.writer, record.id):
         await in_thread(checkpoints.restore, path, record.id, commit)
     log.info("files restored", extra={"session_id": record.id, "run_id": run_id})
     return True
@@ -279,9 +270,11 @@ async def restore_for_rewind(hub: Hub, record: SessionRecord, seq: int) -> bool:
 # -- fork --------------------------------------------------------------------------------
 
 
-def fork_plan(hub: Hub, source: SessionRecord) -> Callable[[str], WorkspaceColumns]:
+def fork_plan(services: Services, source: SessionRecord) -> Callable[[str], WorkspaceColumns]:
     """The fork's workspace columns: its own worktree when the source has one."""
-    plan = Plan(hub.settings.workspace_root, source.isolation, source.base_ref, source.base_commit)
+    plan = Plan(
+        services.settings.workspace_root, source.isolation, source.base_ref, source.base_commit
+    )
     return plan.columns
 
 
@@ -303,37 +296,37 @@ def _populate(repo: Path, root: Path, session_id: str, state: str) -> None:
 
 
 async def make_fork_worktree(
-    hub: Hub, source: SessionRecord, record: SessionRecord, upto: int
+    services: Services, source: SessionRecord, record: SessionRecord, upto: int
 ) -> None:
     """The fork's workspace: the source's isolation and base; its own worktree and branch
     (when the source has one) holding the source's files at the fork point."""
-    await apply(hub, record, fork_plan(hub, source)(record.id))
+    await apply(services, record, fork_plan(services, source)(record.id))
     if record.isolation != "worktree":
         return
-    repo = await repo_path(hub, record)
-    async with hub.db.read() as db:
+    repo = await repo_path(services, record)
+    async with services.db.read() as db:
         run_id = await workspace_store.first_run_after(db, source.id, upto)
     source_path = Path(source.workspace_path or repo)
     checkpoint = None
     if run_id is not None:
         ref = checkpoints.checkpoint_ref(source.id, run_id)
         checkpoint = await in_thread(checkpoints.resolve_commit, repo, ref)
-    root = hub.settings.workspace_root
+    root = services.settings.workspace_root
     try:
-        async with session_lock(hub.writer, source.id):
+        async with session_lock(services.writer, source.id):
             state = await in_thread(
                 _fork_state,
                 source_path,
                 repo,
                 source.id,
                 checkpoints.checkpoint_ref(record.id, "fork"),
-                author(hub.settings),
+                author(services.settings),
                 checkpoint,
             )
         await in_thread(_populate, repo, root, record.id, state)
     except BaseException:
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await _undo_worktree(hub, repo, root, record.id)
+            await _undo_worktree(repo, root, record.id)
         raise
     worktrees.finish_creation(root, record.id)
 
@@ -362,19 +355,15 @@ def _remove_session_git(repo: Path, record: SessionRecord) -> None:
         )
 
 
-async def remove_repo_worktrees(hub: Hub, repo_id: str, repo: Path) -> None:
+async def remove_repo_worktrees(services: Services, repo_id: str, repo: Path) -> None:
     """Repository delete: its sessions' worktrees and checkpoints go (branches stay)."""
-    async with hub.db.read() as db:
+    async with services.db.read() as db:
         records = await workspace_store.sessions_of_repo(db, repo_id)
     for record in records:
         await in_thread(_remove_session_git, repo, record)
 
 
-async def recover(hub: Hub) -> None:
-    """At start: remove worktrees whose creation was cut short; their sessions end."""
-    cleaned = await anyio.to_thread.run_sync(worktrees.recover, hub.settings.workspace_root)
-    for session_id in cleaned:
-        try:
-            await hub.end_session(session_id, "error", "worktree_failed")
-        except (NotFound, SessionNotActive):  # not found or already ended: nothing to do
-            log.debug("no session to end for a half-made worktree", exc_info=True)
+async def recover(settings: Settings) -> list[str]:
+    """At start: remove worktrees whose creation was cut short; the ids of their sessions
+    (which the supervisor ends)."""
+    return await anyio.to_thread.run_sync(worktrees.recover, settings.workspace_root)

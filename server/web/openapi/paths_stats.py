@@ -69,7 +69,7 @@ STATS: dict[tuple[str, str], Schema] = {
             200: json_response(
                 "One bucket per key present in the range, in key order. Median and p95 are "
                 "exact while the range's days hold at most 5 000 runs, else estimated from "
-                "duration histograms within 19 % (README, Usage and insight).",
+                "duration histograms within 19 % (docs/usage.md).",
                 closed(
                     [*_ECHO, "groupBy", "buckets"],
                     **_ECHO,

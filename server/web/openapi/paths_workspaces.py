@@ -35,8 +35,9 @@ def workspace_paths(
         binary={"type": "boolean"},
     )
     schemas["Changes"] = closed(
-        ["baseCommit", "files", "patch", "truncated"],
+        ["baseCommit", "scope", "files", "patch", "truncated"],
         baseCommit=nullable({"type": "string"}),
+        scope={"enum": ["session", "workspace"]},
         files={"type": "array", "items": file_change},
         patch={"type": "string", "description": "Unified diff, at most MAX_DIFF_BYTES."},
         truncated={"type": "boolean"},

@@ -141,4 +141,5 @@ SCHEMAS: dict[str, Schema] = {
         toolCallId={"type": "string"},
     ),
     "Workspace": GENERATED["Workspace"],
+    "Merged": GENERATED["Merged"],
 }

@@ -9,10 +9,7 @@ from starlette.routing import Route
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
-from server.contents import ControlsView
-from server.sessions import agent_controls
-from server.sessions.controls import ControlsState, empty_controls
-from server.sessions.hub import Hub
+from server.sessions import Sessions
 from server.web.bodies import Check, decode, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -24,27 +21,7 @@ __all__ = [
     "controls_command",
     "elicitation_command",
     "routes",
-    "set_config",
-    "set_mode",
 ]
-
-
-async def controls_of(hub: Hub, session_id: str) -> ControlsView:
-    record = await hub.get_record(session_id)
-    live = hub.live.get(session_id)
-    if live is not None and not live.stopping:
-        return live.translator.controls.view()
-    return ControlsState(record.controls).view() if record.controls else empty_controls()
-
-
-async def set_mode(hub: Hub, session_id: str, mode_id: str) -> ControlsView:
-    live = await hub.active_live(session_id)
-    return await agent_controls.set_mode(live, mode_id)
-
-
-async def set_config(hub: Hub, session_id: str, config_id: str, value: JsonValue) -> ControlsView:
-    live = await hub.active_live(session_id)
-    return await agent_controls.set_config(live, config_id, value)
 
 
 def check_value(value: JsonValue) -> str | bool:
@@ -53,14 +30,14 @@ def check_value(value: JsonValue) -> str | bool:
     return value
 
 
-async def controls_command(hub: Hub, session_id: str, command: JsonObject) -> None:
+async def controls_command(sessions: Sessions, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``set_mode`` / ``set_config`` commands."""
     if command.get("type") == "set_mode":
         mode = decode(command, shapes.ModeBody)
-        await set_mode(hub, session_id, mode.mode_id)
+        await sessions.set_mode(session_id, mode.mode_id)
         return
     config = decode(command, shapes.SetConfigCommand)
-    await set_config(hub, session_id, config.config_id, config.value)
+    await sessions.set_config(session_id, config.config_id, config.value)
 
 
 def check_config(config: JsonValue) -> dict[str, str | bool] | None:
@@ -74,35 +51,35 @@ def check_config(config: JsonValue) -> dict[str, str | bool] | None:
 
 async def get_controls(request: Request) -> Response:
     state = app_state(request)
-    return JSONResponse(await controls_of(state.hub, session_id_param(request)))
+    return JSONResponse(await state.sessions.controls(session_id_param(request)))
 
 
 async def put_mode(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(request, shapes.ModeBody, state.settings.max_body_bytes)
-    return JSONResponse(await set_mode(state.hub, session_id, body.mode_id))
+    return JSONResponse(await state.sessions.set_mode(session_id, body.mode_id))
 
 
 async def put_config(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(request, shapes.ConfigBody, state.settings.max_body_bytes)
     config_id = request.path_params["config_id"]
-    return JSONResponse(await set_config(state.hub, session_id, config_id, body.value))
+    return JSONResponse(await state.sessions.set_config(session_id, config_id, body.value))
 
 
 # The content is the session's to check (against the requested schema), as it came.
 _CONTENT_AS_SENT: dict[str, Check] = {"content": lambda content: content}
 
 
-async def elicitation_command(hub: Hub, session_id: str, command: JsonObject) -> None:
+async def elicitation_command(sessions: Sessions, session_id: str, command: JsonObject) -> None:
     """The WebSocket ``elicitation`` command."""
     answer = decode(command, shapes.ElicitationCommand, _CONTENT_AS_SENT)
     request_id = check_uuid(answer.request_id, "requestId")
-    await hub.answer_elicitation(session_id, request_id, answer.action, answer.content)
+    await sessions.answer_elicitation(session_id, request_id, answer.action, answer.content)
 
 
 async def answer_elicitation(request: Request) -> Response:
@@ -112,7 +89,9 @@ async def answer_elicitation(request: Request) -> Response:
     body = await read_struct(
         request, shapes.ElicitationAnswer, state.settings.max_body_bytes, checks=_CONTENT_AS_SENT
     )
-    outcome = await state.hub.answer_elicitation(session_id, request_id, body.action, body.content)
+    outcome = await state.sessions.answer_elicitation(
+        session_id, request_id, body.action, body.content
+    )
     return JSONResponse({"requestId": request_id, "outcome": outcome})
 
 

@@ -10,7 +10,6 @@ from starlette.routing import Route
 
 from agent_bridge.jsontypes import JsonValue
 from server import shapes
-from server.sessions import archive, history
 from server.web.bodies import Check, read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -49,14 +48,14 @@ async def transcript(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
     upto = query_int(request, "uptoSeq", None, minimum=0)
-    messages = await history.session_transcript(state.hub, session_id, upto)
+    messages = await state.sessions.transcript(session_id, upto)
     return JSONResponse({"messages": messages})
 
 
 async def fork(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(
         request,
         shapes.ForkBody,
@@ -64,14 +63,14 @@ async def fork(request: Request) -> Response:
         allow_empty=True,
         checks={"uptoSeq": _seq("uptoSeq", required=False)},
     )
-    record = await history.fork_session(state.hub, session_id, body.upto_seq, body.title)
+    record = await state.sessions.fork(session_id, body.upto_seq, body.title)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 
 async def rewind(request: Request) -> Response:
     state = app_state(request)
     session_id = uuid_param(request, "session_id")
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(
         request,
         shapes.RewindBody,
@@ -79,19 +78,15 @@ async def rewind(request: Request) -> Response:
         checks={"toSeq": _seq("toSeq", required=True)},
     )
     restore = body.restore_files is True
-    record, _dropped = await history.rewind_session(
-        state.hub, session_id, body.to_seq, restore_files=restore
-    )
+    record, _dropped = await state.sessions.rewind(session_id, body.to_seq, restore_files=restore)
     return JSONResponse(await session_json(state, record))
 
 
 async def export(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.get_record(uuid_param(request, "session_id"))
+    record = await state.sessions.get(uuid_param(request, "session_id"))
     headers = {"Content-Disposition": f'attachment; filename="session-{record.id}.ndjson"'}
-    return StreamingResponse(
-        archive.export_lines(state.hub, record), media_type=NDJSON, headers=headers
-    )
+    return StreamingResponse(state.sessions.export(record), media_type=NDJSON, headers=headers)
 
 
 async def import_session(request: Request) -> Response:
@@ -106,8 +101,7 @@ async def import_session(request: Request) -> Response:
     if repo_id is not None:
         repo_id = check_uuid(repo_id, "repoId")
     agent_id = request.query_params.get("agentId") or None
-    parsed = archive.parse_archive(body)
-    record = await archive.import_archive(state.hub, parsed, repo_id, agent_id)
+    record = await state.sessions.import_archive(body, repo_id, agent_id)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 

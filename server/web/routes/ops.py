@@ -7,10 +7,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import metrics
-from server.sessions.agents import DEFAULT_AGENT_ID
+from server.sessions import DEFAULT_AGENT_ID
 from server.web.errors import error_response
 from server.web.jsonresp import JSONResponse
-from server.web.routes.glance import agent_controls
 from server.web.state import app_state
 
 
@@ -34,7 +33,7 @@ async def metrics_endpoint(request: Request) -> Response:
 
 async def list_agents(request: Request) -> Response:
     state = app_state(request)
-    known = await agent_controls(state)  # once an agent has started: its last controls
+    known = await state.sessions.agent_controls()  # once an agent has started: its last controls
     views = [a.view() for a in state.agents.values()]
     for agent_id, view in zip(state.agents, views, strict=True):
         view["controls"] = known.get(agent_id)

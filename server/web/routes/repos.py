@@ -14,7 +14,6 @@ from starlette.responses import Response
 
 from agent_bridge import PathOutsideWorkspace, Workspace, WorkspaceError
 from server import shapes
-from server.sessions.workspaces import service as workspace_service
 from server.web.bodies import read_struct
 from server.web.errors import ApiError
 from server.web.jsonresp import JSONResponse
@@ -113,7 +112,7 @@ async def delete_repo(request: Request) -> Response:
         repo = await repo_store.get_repo(db, repo_id)
         busy = repo is not None and await repo_store.count_active_sessions_of_repo(db, repo_id)
     if repo is not None and not busy:  # its sessions' worktrees and checkpoints go first
-        await workspace_service.remove_repo_worktrees(state.hub, repo_id, Path(repo.path))
+        await state.sessions.remove_repo_worktrees(repo_id, Path(repo.path))
     async with state.db.write() as db, db.begin():
         repo = await repo_store.get_repo(db, repo_id)
         if repo is None:

@@ -176,7 +176,7 @@ async def resume(request: Request) -> Response:
             "run_not_paused",
             f"The run is {run.status}; only paused or interrupted runs resume.",
         )
-    async with state.hub.resuming(run.id):
+    async with state.sessions.resuming(run.id):
         async with state.db.read() as db:
             later = await run_store.resumed_by(db, run.id)
             # The run's own count, or its last booked step if the server died before it
@@ -197,7 +197,7 @@ async def resume(request: Request) -> Response:
                 f"The run has used {steps} of its {cap} cumulative steps.",
                 {"limit": cap, "stepCount": steps},
             )
-        new_id = await state.hub.prompt(
+        new_id = await state.sessions.prompt(
             run.session_id,
             text,
             max_steps=min(max_steps, cap - steps),

@@ -10,10 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
-from server.sessions.agent_controls import apply_create_choices
-from server.sessions.agents import DEFAULT_AGENT_ID
-from server.sessions.mcp_create import create_mcp_names, refuse_unsupported_mcp
-from server.sessions.workspaces import service as workspace_service
+from server.sessions import NewSession
 from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
@@ -52,8 +49,9 @@ async def session_json(
 async def session_json_in(
     db: AsyncSession, record: SessionRecord, *, messages: bool = False
 ) -> dict[str, object]:
-    """``session_json`` in the caller's read transaction: a request reads in one (each
-    read transaction through the ORM and aiosqlite is ~0.5 ms of CPU)."""
+    """``session_json`` in the caller's read transaction: a request reads in one, because
+    each read transaction through the ORM and aiosqlite costs a measurable share of a
+    request (bench/results/notes.md)."""
     repo = await repo_store.get_repo(db, record.repo_id)
     assert repo is not None
     view = session_view(record, repo)
@@ -67,28 +65,27 @@ async def session_json_in(
 
 async def create_session(request: Request) -> Response:
     state = app_state(request)
-    catalog = state.agents[DEFAULT_AGENT_ID].mcp_catalog  # the same for every agent
     body = await read_struct(
         request,
         shapes.CreateSession,
         state.settings.max_body_bytes,
         checks={
             "config": check_config,
-            "mcpServers": lambda value: list(create_mcp_names(catalog, value)),
+            "mcpServers": lambda value: list(state.sessions.mcp_names(value)),
         },
     )
-    plan = await workspace_service.plan_session(
-        state.hub, body.repo_id, body.isolation, body.base_ref
+    new = NewSession(
+        repo_id=body.repo_id,
+        agent_id=body.agent_id,
+        title=body.title,
+        parent_run_id=body.parent_run_id,
+        isolation=body.isolation,
+        base_ref=body.base_ref,
+        mcp_servers=tuple(body.mcp_servers or ()),
+        mode_id=body.mode_id,
+        config=dict(body.config) if body.config else None,
     )
-    record = await state.hub.create_session(
-        body.repo_id, body.agent_id, body.title, body.parent_run_id
-    )
-    await workspace_service.make_worktree(state.hub, record, plan)
-    live = await state.hub.start_new(record, mcp=tuple(body.mcp_servers or ()))
-    await refuse_unsupported_mcp(live)
-    if body.mode_id is not None or body.config:
-        await apply_create_choices(live, body.mode_id, dict(body.config or {}))
-    record = await state.hub.get_record(record.id)
+    record = await state.sessions.create(new)
     return JSONResponse(await session_json(state, record), status_code=201)
 
 
@@ -96,7 +93,7 @@ async def get_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     async with state.db.read() as db:
-        record = await state.hub.get_record(session_id, db)
+        record = await state.sessions.get(session_id, db)
         view = await session_json_in(db, record, messages=True)
     return JSONResponse(view)
 
@@ -104,7 +101,7 @@ async def get_session(request: Request) -> Response:
 async def prompt(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_json(request, state.settings.max_prompt_body_bytes)
     return JSONResponse(await submit_prompt(state, session_id, body), status_code=202)
 
@@ -112,13 +109,13 @@ async def prompt(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.cancel(session_id)
+    await state.sessions.cancel(session_id)
     return JSONResponse({"sessionId": session_id}, status_code=202)
 
 
 async def complete(request: Request) -> Response:
     state = app_state(request)
-    record = await state.hub.end_session(session_id_param(request), "completed", "user_request")
+    record = await state.sessions.complete(session_id_param(request))
     return JSONResponse(await session_json(state, record))
 
 
@@ -126,7 +123,7 @@ async def delete_session(request: Request) -> Response:
     if query_bool(request, "purge"):  # API.md "Finding and keeping sessions"
         return await glance.purge_session(request)
     state = app_state(request)
-    record = await state.hub.end_session(session_id_param(request), "cancelled", "user_request")
+    record = await state.sessions.delete(session_id_param(request))
     return JSONResponse(await session_json(state, record))
 
 
@@ -157,7 +154,7 @@ async def list_messages(request: Request) -> Response:
         partial=False if partial is False else None,
     )
     async with state.db.read() as db:
-        await state.hub.get_record(session_id, db)  # 404 for an unknown session
+        await state.sessions.get(session_id, db)  # 404 for an unknown session
         rows = await replay_store.view_rows(db, session_id, where, limit=limit + 1, raw=raw)
     more = len(rows) > limit
     rows = rows[:limit]
@@ -175,7 +172,7 @@ async def answer_permission(request: Request) -> Response:
     request_id = uuid_param(request, "request_id")
     body = await read_struct(request, shapes.PermissionAnswer, state.settings.max_body_bytes)
     option_id = body.option_id
-    await state.hub.answer_permission(session_id, request_id, option_id)
+    await state.sessions.answer_permission(session_id, request_id, option_id)
     return JSONResponse(
         {"requestId": request_id, "outcome": {"outcome": "selected", "optionId": option_id}}
     )

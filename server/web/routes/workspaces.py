@@ -8,7 +8,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
-from server.sessions.workspaces import operations
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
@@ -29,7 +28,7 @@ async def changes(request: Request) -> Response:
     if run_id is not None:
         run_id = check_uuid(run_id, "run")
     fmt = query_choice(request, "format", ("json", "patch")) or "json"
-    found = await operations.changes(state.hub, session_id, run_id)
+    found = await state.sessions.changes(session_id, run_id)
     if fmt == "patch":
         return Response(found["patch"], media_type="text/x-diff")
     return JSONResponse(found)
@@ -38,21 +37,21 @@ async def changes(request: Request) -> Response:
 async def commit(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(request, shapes.CommitBody, state.settings.max_body_bytes)
-    found = await operations.commit(state.hub, session_id, body.message)
+    found = await state.sessions.commit(session_id, body.message)
     return JSONResponse(found, status_code=201)
 
 
 async def merge(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
-    await state.hub.get_record(session_id)
+    await state.sessions.get(session_id)
     body = await read_struct(
         request, shapes.MergeBody, state.settings.max_body_bytes, allow_empty=True
     )
     strategy = body.strategy or "merge"
-    found = await operations.merge_session(state.hub, session_id, body.into, strategy, body.message)
+    found = await state.sessions.merge(session_id, body.into, strategy, body.message)
     return JSONResponse(found)
 
 
@@ -60,7 +59,7 @@ async def delete_worktree(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     delete_branch = bool(query_bool(request, "deleteBranch"))
-    await operations.delete_worktree(state.hub, session_id, delete_branch)
+    await state.sessions.delete_worktree(session_id, delete_branch)
     return Response(status_code=204)
 
 

@@ -15,8 +15,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import metrics, shapes
-from server.sessions.errors import DomainError, NotFound
-from server.stream.frames import ack_frame, error_frame, replay_frame
+from server.sessions import DomainError, NotFound
+from server.stream.frames import ack_frame, error_frame, stored_frame
 from server.web.bodies import decode
 from server.web.errors import ApiError
 from server.web.jsonresp import dumps
@@ -27,12 +27,12 @@ from server.web.state import AppState, app_state
 from server.web.ws_sender import FrameSender
 from store import SessionRecord
 from store import replay as replay_store
-from store.replay import FrameRow
+from store.message_row import MessageRow
 
 log = logging.getLogger("agent_sessions.ws")
 
-# Messages per replay page: one read transaction and one socket write each (~0.5 MB of
-# frames for flood text chunks).
+# Messages per replay page: one read transaction and one socket write each (under a
+# megabyte of frames for flood text chunks).
 REPLAY_PAGE = 2000
 CLOSE_SECONDS = 5.0  # the most an oversized frame's 1009 waits for the socket
 CLOSE_NOT_FOUND, CLOSE_BEHIND = 4404, 4008
@@ -50,7 +50,7 @@ async def stream(websocket: WebSocket) -> None:
     except (ApiError, ValueError):
         await websocket.close(CLOSE_NOT_FOUND, "unknown session")
         return
-    if state.hub.shutting_down:
+    if state.sessions.shutting_down:
         await websocket.close(1001, "server shutting down")
         return
     # Subscribed before anything is read: what is committed after the reads comes live
@@ -88,11 +88,11 @@ async def stream(websocket: WebSocket) -> None:
 
 async def _first_reads(
     state: AppState, session_id: str, after: int
-) -> tuple[SessionRecord, dict[str, object], Sequence[FrameRow]]:
+) -> tuple[SessionRecord, dict[str, object], Sequence[MessageRow]]:
     """The session, its view for the hello and the first replay page, in one read
     transaction (one snapshot): a viewer's connect is mostly its reads."""
     async with state.db.read() as db:
-        record = await state.hub.get_record(session_id, db)
+        record = await state.sessions.get(session_id, db)
         view = await session_json_in(db, record)
         page = await replay_store.frame_rows(db, session_id, after, limit=REPLAY_PAGE)
     return record, view, page
@@ -108,15 +108,15 @@ def _uuid(raw: str) -> str:
 
 
 async def _replay(
-    sender: FrameSender, state: AppState, session_id: str, after: int, page: Sequence[FrameRow]
+    sender: FrameSender, state: AppState, session_id: str, after: int, page: Sequence[MessageRow]
 ) -> int:
     """Send ``page`` (the first, read with the hello), then the pages after it; the seq of
     the last message sent (``after`` if none)."""
     cursor = after
     while True:
         if page:
-            await sender.send([replay_frame(session_id, row) for row in page])
-            cursor = page[-1][2]
+            await sender.send([stored_frame(row) for row in page])
+            cursor = page[-1].seq
         if len(page) < REPLAY_PAGE:
             return cursor
         async with state.db.read() as db:
@@ -206,17 +206,17 @@ async def _command(state: AppState, session_id: str, data: str) -> JsonObject:
             accepted.pop("sessionId", None)
             return ack_frame(ref, **accepted)
         if kind == "cancel":
-            await state.hub.cancel(session_id)
+            await state.sessions.cancel(session_id)
         elif kind == "permission":
             try:
                 answer = decode(command, shapes.PermissionCommand)
             except ApiError:  # one sentence for both fields, as it always was
                 raise ApiError.validation("requestId and optionId are required strings.") from None
-            await state.hub.answer_permission(session_id, answer.request_id, answer.option_id)
+            await state.sessions.answer_permission(session_id, answer.request_id, answer.option_id)
         elif kind in ("set_mode", "set_config"):
-            await controls_command(state.hub, session_id, command)
+            await controls_command(state.sessions, session_id, command)
         elif kind == "elicitation":
-            await elicitation_command(state.hub, session_id, command)
+            await elicitation_command(state.sessions, session_id, command)
         else:
             raise ApiError.validation(f"Unknown command type {kind!r}.")
         return ack_frame(ref)

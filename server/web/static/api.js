@@ -84,8 +84,9 @@ function openTokenDialog(refused) {
   });
 }
 
-/** One API call. `body` undefined → no body. Returns parsed JSON (null for 204). */
-export async function api(method, path, body) {
+/** One API call. `body` undefined → no body. Returns parsed JSON (null for 204), or what
+ * `read` makes of a successful response (a file's bytes). */
+export async function api(method, path, body, read = null) {
   for (;;) {
     const headers = { Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -104,6 +105,7 @@ export async function api(method, path, body) {
       continue;
     }
     if (response.status === 204) return null;
+    if (read && response.ok) return read(response);
     let data = null;
     try {
       data = await response.json();
@@ -124,6 +126,12 @@ export async function api(method, path, body) {
 }
 
 export const get = (path) => api("GET", path);
+/** A file of a session (API.md, Review): its text, or null with `binary` when it is not text. */
+export const getFile = (path) => api("GET", path, undefined, async (response) => {
+  const binary = (response.headers.get("Content-Type") || "").startsWith("application/octet-stream");
+  const bytes = await response.arrayBuffer();
+  return { binary, size: bytes.byteLength, text: binary ? null : new TextDecoder().decode(bytes) };
+});
 export const post = (path, body = {}) => api("POST", path, body);
 export const del = (path) => api("DELETE", path);
 

@@ -5,7 +5,7 @@
 import { clear, h } from "./dom.js";
 import { Sidebar } from "./sessions.js";
 import { SessionView } from "./session-view.js";
-import { pageRoute } from "./pages.js";
+import { markNav, pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
 import { installShortcuts, revealSeq } from "./glance.js";
 
@@ -35,6 +35,7 @@ function welcome() {
 function route() {
   const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36})|\/m\/(\d+))?$/.exec(location.hash);
   const id = match ? match[1].toLowerCase() : null;
+  markNav(location.hash);
   if (!id && pageRoute(location.hash, mainRoot, () => { if (view) view.destroy(); view = null; sidebar.setCurrent(null); })) return;
   if (view && view.sessionId === id) {
     if (match[2]) revealRun(mainRoot, match[2].toLowerCase());

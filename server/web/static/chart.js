@@ -22,14 +22,31 @@ export function niceMax(value) {
   return 10 * power;
 }
 
+/** The colour class of series `k` (a series may name its own: a run status keeps its
+ * colour whichever others have data). */
+function colour(series, k) {
+  return series.cls || `series-${k % 8}`;
+}
+
+/** What a chart with nothing to draw shows instead of an empty axis. */
+function empty(title) {
+  const node = document.createElement("p");
+  node.className = "chart-empty";
+  node.textContent = "No data in this range.";
+  return figure(title, node, null, []);
+}
+
 /**
- * Columns, one per label, each stacked from its series.
- * @param {{labels: string[], series: {name: string, values: number[]}[],
- *   format?: (n: number) => string, title: string, height?: number}} spec
+ * Columns, one per label, each stacked from its series. `width`: the drawing's width in
+ * px as shown (a phone's is narrower: the axis text keeps its size, fewer days are named).
+ * @param {{labels: string[], series: {name: string, values: number[], cls?: string}[],
+ *   format?: (n: number) => string, axis?: (n: number) => string, title: string,
+ *   height?: number, width?: number}} spec
  * @returns {HTMLElement}
  */
-export function stackedColumns({ labels, series, format = String, title, height = 180 }) {
-  const width = 600, left = 74, top = 8, bottom = 22;
+export function stackedColumns({ labels, series, format = String, axis = format, title, height = 180, width = 600 }) {
+  const left = 74, top = 8, bottom = 22;
+  if (!series.some((s) => s.values.some((v) => v > 0))) return empty(title);
   const plotH = height - top - bottom;
   const totals = labels.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] || 0), 0));
   const max = niceMax(Math.max(0, ...totals));
@@ -46,7 +63,7 @@ export function stackedColumns({ labels, series, format = String, title, height 
     const y = top + plotH * (1 - frac);
     root.append(svg("line", { x1: left, x2: width - 8, y1: y, y2: y, class: "chart-grid" }));
     const label = svg("text", { x: left - 6, y: y + 4, class: "chart-axis", "text-anchor": "end" });
-    label.textContent = format(max * frac);
+    label.textContent = axis(max * frac);
     root.append(label);
   }
   labels.forEach((name, i) => {
@@ -59,7 +76,7 @@ export function stackedColumns({ labels, series, format = String, title, height 
       y -= h;
       const text = `${name} · ${s.name}: ${format(value)} (total ${format(totals[i])})`;
       const bar = svg("rect", {
-        x, y, width: band * 0.7, height: Math.max(h, 0.5), class: `chart-bar series-${k % 8}`,
+        x, y, width: band * 0.7, height: Math.max(h, 0.5), class: `chart-bar ${colour(s, k)}`,
         tabindex: 0, "data-label": name, "data-series": s.name, "data-value": value,
       }, svg("title"));
       bar.firstChild.textContent = text;
@@ -68,13 +85,14 @@ export function stackedColumns({ labels, series, format = String, title, height 
       bar.addEventListener("focus", show);
       root.append(bar);
     });
-    if (labels.length <= 16 || i % Math.ceil(labels.length / 12) === 0) {
+    const named = Math.max(2, Math.floor((width - left) / 48)); // labels that fit side by side
+    if (labels.length <= named || i % Math.ceil(labels.length / named) === 0) {
       const tick = svg("text", { x: x + band * 0.35, y: height - 6, class: "chart-axis", "text-anchor": "middle" });
       tick.textContent = name.length === 10 ? name.slice(5) : name;
       root.append(tick);
     }
   });
-  return figure(title, root, readout, series.map((s) => s.name));
+  return figure(title, root, readout, series.map((s, k) => [s.name, colour(s, k)]));
 }
 
 /**
@@ -85,6 +103,7 @@ export function stackedColumns({ labels, series, format = String, title, height 
  */
 export function horizontalBars({ rows, format = String, title }) {
   const rowH = 22, left = 150, width = 420;
+  if (!rows.some((r) => r.value > 0)) return empty(title);
   const height = Math.max(1, rows.length) * rowH + 8;
   const max = niceMax(Math.max(0, ...rows.map((r) => r.value)));
   const readout = document.createElement("p");
@@ -120,16 +139,17 @@ function figure(title, chart, readout, legend) {
     const list = document.createElement("ul");
     list.className = "chart-legend";
     list.setAttribute("aria-hidden", "true");
-    legend.forEach((name, k) => {
+    legend.forEach(([name, cls]) => {
       const item = document.createElement("li");
       const swatch = document.createElement("span");
-      swatch.className = `swatch series-${k % 8}`;
+      swatch.className = `swatch ${cls}`;
       item.append(swatch, name);
       list.append(item);
     });
     node.append(list);
   }
-  node.append(chart, readout);
+  node.append(chart);
+  if (readout) node.append(readout);
   node.dataset.chart = title;
   return node;
 }

@@ -41,15 +41,19 @@ export function diffLines(oldText, newText) {
   return out;
 }
 
-/** A diff block as a <figure> with its path and coloured lines. */
-export function renderDiff(block) {
+/** A diff block as a <figure> with its path and coloured lines; with `onOpen` the path is
+ * a button that opens the file. `notApplied`: the write was rejected or failed. */
+export function renderDiff(block, onOpen = null, notApplied = false) {
   const lines = diffLines(block.oldText, block.newText);
   const added = lines.filter((l) => l.op === "+").length;
   const removed = lines.filter((l) => l.op === "-").length;
   const isNew = block.oldText === null || block.oldText === undefined;
-  return h("figure.diff", {},
+  return h(`figure.diff${notApplied ? ".not-applied" : ""}`, {},
     h("figcaption", {},
-      h("span.diff-path", {}, block.path || "(file)"),
+      onOpen && block.path
+        ? h("button.link-button.diff-path.path-link", { type: "button", title: "Open this file", onclick: () => onOpen() }, block.path)
+        : h("span.diff-path", {}, block.path || "(file)"),
+      notApplied ? h("span.not-applied-label", {}, "not applied") : null,
       h("span.diff-stat", {},
         isNew ? h("span.diff-new", {}, "new file ") : null,
         h("span.add", {}, `+${added}`), " ", h("span.del", {}, `−${removed}`))),

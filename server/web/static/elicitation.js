@@ -68,9 +68,11 @@ export class Elicitations {
       inputs.set(field.name, control);
       const note = field.description ? h("span.hint", { id: `${fieldId}-note` }, field.description) : null;
       if (note) control.setAttribute("aria-describedby", note.id);
-      return h("div.elicit-field", {},
-        h("label", { for: fieldId }, field.label, field.required ? [h("span.required", { "aria-hidden": "true" }, " *"), h("span.sr-only", {}, " (required)")] : null),
-        control, note);
+      const required = field.required ? [h("span.required", { "aria-hidden": "true" }, " *"), h("span.sr-only", {}, " (required)")] : null;
+      if (field.kind === "boolean") { // the box sits by its label, and the label ticks it
+        return h("div.elicit-field.elicit-check", {}, h("label.check-label", { for: fieldId }, control, field.label, required), note);
+      }
+      return h("div.elicit-field", {}, h("label", { for: fieldId }, field.label, required), control, note);
     });
     const answer = async (action) => {
       error.textContent = "";

@@ -5,4 +5,4 @@ export const SESSION_STATUSES = Object.freeze(["active", "completed", "cancelled
 export const RUN_STATUSES = Object.freeze(["running", "completed", "failed", "cancelled", "paused", "interrupted"]);
 export const TOOL_STATUSES = Object.freeze(["pending", "in_progress", "completed", "error", "cancelled"]);
 export const ROLES = Object.freeze(["user", "agent", "system"]);
-export const MESSAGE_TYPES = Object.freeze(["text", "thought", "plan", "tool", "permission", "status", "run", "usage", "controls", "elicitation", "update"]);
+export const MESSAGE_TYPES = Object.freeze(["text", "thought", "plan", "tool", "permission", "status", "run", "usage", "controls", "elicitation", "review", "update"]);

@@ -18,10 +18,7 @@ const PAGES = {
  */
 export function pageRoute(hash, main, leave) {
   const page = PAGES[hash];
-  for (const link of document.querySelectorAll(".topnav a")) {
-    if (link.getAttribute("href") === hash) link.setAttribute("aria-current", "page");
-    else link.removeAttribute("aria-current");
-  }
+  markNav(hash);
   if (!page) return false;
   leave();
   document.body.dataset.view = "page";
@@ -31,4 +28,13 @@ export function pageRoute(hash, main, leave) {
   page.make(root).start();
   root.querySelector("h2")?.focus({ preventScroll: true });
   return true;
+}
+
+/** The top navigation marks the page the hash names, and nothing on any other view (a
+ * session opened from the Errors page is not the Errors page). */
+export function markNav(hash) {
+  for (const link of document.querySelectorAll(".topnav a")) {
+    if (link.getAttribute("href") === hash) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
 }

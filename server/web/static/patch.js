@@ -8,7 +8,8 @@ import { h } from "./dom.js";
 
 const BATCH = 250; // lines per task
 
-/** @typedef {{op: " " | "+" | "-" | "@" | "\\", text: string, oldNo: number | null, newNo: number | null}} PatchLine */
+/** @typedef {{op: " " | "+" | "-" | "@" | "\\", text: string, oldNo: number | null, newNo: number | null, hunk?: number}} PatchLine */
+/** @typedef {{hunkAction?: (index: number) => Node | null, commentable?: boolean}} RenderOptions */
 
 /** {path → lines} from a unified patch: the `diff --git` headers split it, the `+++ b/…`
  * (or `--- a/…` for a deletion) name the file, hunks carry their line numbers. */
@@ -20,10 +21,12 @@ export function splitPatch(patch) {
   let oldNo = 0;
   let newNo = 0;
   let inHunks = false; // past the file's header: "--- x" is then a removed "-- x"
+  let hunks = 0; // the file's hunks so far: API.md numbers them from 0 in this order
   for (const raw of String(patch || "").split("\n")) {
     if (raw.startsWith("diff --git ")) {
       lines = [];
       inHunks = false;
+      hunks = 0;
       const match = / b\/(.*)$/.exec(raw);
       oldPath = null;
       if (match) files.set(match[1], lines);
@@ -42,7 +45,7 @@ export function splitPatch(patch) {
       inHunks = true;
       oldNo = Number(hunk[1]);
       newNo = Number(hunk[2]);
-      lines.push({ op: "@", text: raw, oldNo: null, newNo: null });
+      lines.push({ op: "@", text: raw, oldNo: null, newNo: null, hunk: hunks++ });
     } else if (raw.startsWith("+")) {
       lines.push({ op: "+", text: raw.slice(1), oldNo: null, newNo: newNo++ });
     } else if (raw.startsWith("-")) {
@@ -109,24 +112,41 @@ export function highlight(text, language) {
 
 // -- rendering --------------------------------------------------------------------------
 
-function cell(no) {
-  return h("span.ln", { "aria-hidden": "true" }, no === null ? "" : String(no));
+/** A line number; with comments on, a button that opens a comment on that line. */
+function cell(no, side, options) {
+  if (no === null || !options.commentable) {
+    return h("span.ln", { "aria-hidden": "true" }, no === null ? "" : String(no));
+  }
+  return h("button.ln.ln-comment", {
+    type: "button", dataset: { line: String(no), side },
+    "aria-label": `Comment on ${side === "old" ? "old " : ""}line ${no}`, title: "Comment on this line",
+  }, String(no));
 }
 
-function unifiedRow(line, language) {
-  if (line.op === "@" || line.op === "\\") return h("div.pl.hunk", {}, line.text);
+function hunkRow(line, options) {
+  const action = line.op === "@" && line.hunk !== undefined ? options.hunkAction?.(line.hunk) : null;
+  return h("div.pl.hunk", { dataset: line.hunk !== undefined ? { hunk: String(line.hunk) } : {} },
+    h("div.hunk-bar", {}, h("span.hunk-text", {}, line.text), action));
+}
+
+function unifiedRow(line, language, options) {
+  if (line.op === "@" || line.op === "\\") return hunkRow(line, options);
   const cls = line.op === "+" ? ".add" : line.op === "-" ? ".del" : "";
-  return h(`div.pl${cls}`, {}, cell(line.oldNo), cell(line.newNo),
+  const at = {};
+  if (line.op !== "+" && line.oldNo !== null) at.old = String(line.oldNo);
+  if (line.op !== "-" && line.newNo !== null) at.new = String(line.newNo);
+  return h(`div.pl${cls}`, { dataset: at }, cell(line.op === "+" ? null : line.oldNo, "old", options),
+    cell(line.op === "-" ? null : line.newNo, "new", options),
     h("span.sign", { "aria-hidden": "true" }, line.op),
     line.op === " " ? null : h("span.sr-only", {}, line.op === "+" ? "added: " : "removed: "),
     h("span.code", {}, highlight(line.text, language)));
 }
 
-function side(line, language, op) {
+function side(line, language, op, options) {
   if (!line) return [h("span.ln.empty"), h("span.code.empty")];
   const no = op === "-" ? line.oldNo : line.newNo;
   const cls = line.op === " " ? "" : op === "-" ? ".del" : ".add";
-  return [cell(no), h(`span.code${cls}`, {}, highlight(line.text, language))];
+  return [cell(no, op === "-" ? "old" : "new", options), h(`span.code${cls}`, {}, highlight(line.text, language))];
 }
 
 /** Side-by-side rows: context on both sides; a run of removals paired with the additions
@@ -152,19 +172,44 @@ export function pairRows(lines) {
   return rows;
 }
 
-function splitRow(row, language) {
-  if (row.hunk) return h("div.pl.hunk", {}, row.hunk.text);
-  return h("div.pl.split", {}, ...side(row.left, language, "-"), ...side(row.right, language, "+"));
+function splitRow(row, language, options) {
+  if (row.hunk) return hunkRow(row.hunk, options);
+  const at = {};
+  if (row.left) at.old = String(row.left.oldNo);
+  if (row.right) at.new = String(row.right.newNo);
+  return h("div.pl.split", { dataset: at },
+    ...side(row.left, language, "-", options), ...side(row.right, language, "+", options));
+}
+
+/** The widest line, in characters (tabs as 4): the code columns are at least that wide,
+ * so a long line scrolls sideways instead of being cut. */
+export function widestLine(lines) {
+  let widest = 0;
+  for (const line of lines) {
+    if (line.op === "@" || line.op === "\\") continue;
+    const text = line.text.includes("\t") ? line.text.replace(/\t/g, "    ") : line.text;
+    if (text.length > widest) widest = text.length;
+  }
+  return widest;
 }
 
 /** Draw a file's lines into `target` in batches; returns a function that stops it.
- * `onDone` runs once every line is in. */
-export function renderLines(target, path, lines, mode, onDone = () => {}) {
+ * `onDone` runs once every line is in. `options`: a hunk header's action (the review's
+ * "Revert hunk"), line numbers as comment buttons.
+ * @param {HTMLElement} target
+ * @param {string} path
+ * @param {PatchLine[]} lines
+ * @param {string} mode
+ * @param {() => void} [onDone]
+ * @param {RenderOptions} [options]
+ */
+export function renderLines(target, path, lines, mode, onDone = () => {}, options = {}) {
   const language = languageOf(path);
   const rows = mode === "split" ? pairRows(lines) : lines;
-  const draw = mode === "split" ? (r) => splitRow(r, language) : (r) => unifiedRow(r, language);
+  const draw = mode === "split" ? (r) => splitRow(r, language, options) : (r) => unifiedRow(r, language, options);
   target.replaceChildren();
   target.classList.toggle("split-view", mode === "split");
+  target.style.setProperty("--code-w", `${widestLine(lines) + 2}ch`);
   let at = 0;
   let timer = 0;
   const step = () => {

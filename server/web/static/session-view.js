@@ -6,18 +6,21 @@
 // running) and has not ended yet. The prompt box is disabled while one runs. (Only a run
 // whose end a rewind dropped is settled by the session's activeRunId, see onLive.)
 
-import { describe, post, del } from "./api.js";
+import { describe, get, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { Composer } from "./composer.js";
 import { QueueList } from "./glance.js";
 import { ControlsBar } from "./controls.js";
 import { Elicitations } from "./elicitation.js";
 import { attachChanges } from "./changes.js";
+import { FileBrowser } from "./files.js";
 import { RunsPanel } from "./runs.js";
 import { SessionStream } from "./stream.js";
 import { Transcript } from "./transcript.js";
 
 const DOWN_NOTICE_MS = 2000;
+// a phone's prompt box is narrow: a long placeholder would wrap one word a line
+const PHONE = window.matchMedia("(max-width: 760px)");
 const ENDED = {
   completed: "This session is completed",
   cancelled: "This session was ended",
@@ -51,6 +54,7 @@ export class SessionView {
       messageActions: (message) => this.messageActions(message),
       decorateFinal: (node, message) => this.decorateFinal(node, message),
       relativePath: (path) => this.relativePath(path),
+      openPath: (path, line) => this.changesUi.openFile(path, line ?? null, null),
     });
     this.stream = new SessionStream(sessionId, {
       onHello: (session, _lastSeq, { first }) => this.onHello(session, first),
@@ -100,7 +104,6 @@ export class SessionView {
     this.completeButton = h("button.ghost-button", { type: "button", onclick: () => this.complete() }, "Complete");
     this.deleteButton = h("button.ghost-button.danger", { type: "button", onclick: () => this.remove() }, "Delete");
     this.actionError = h("p.error-text", { role: "alert" });
-    this.changesUi = attachChanges(this);
     this.log = h("div.transcript", {
       role: "log", "aria-live": "polite", "aria-relevant": "additions text", "aria-label": "Conversation",
       tabindex: "0",
@@ -128,26 +131,43 @@ export class SessionView {
       h("div.composer-foot", {},
         h("span#prompt-hint.hint", {}, "Enter sends · Shift+Enter for a new line · Esc stops the agent"),
         this.composerError));
+    this.conversation = h("div.session-main", { id: `conversation-${this.sessionId}`, role: "tabpanel" },
+      this.log, this.working, this.permissionArea, this.queue.element, this.form);
+    this.changesUi = attachChanges(this);
+    this.files = new FileBrowser(this.changesUi.filesPane, this.sessionId);
     clear(this.root,
       h("header.session-head", {},
         h("div.session-head-main", {},
           h("a.back-link", { href: "#/" }, h("span", { "aria-hidden": "true" }, "← "), "Sessions"),
           h("div.title-row", {}, this.title, this.badge, this.conn),
           this.meta, this.usageLine, this.controlsBar.element),
-        h("div.session-actions", {}, this.changesUi.button, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
+        h("div.session-actions", {}, this.runsButton, this.forkButton, this.completeButton, this.deleteButton),
         this.actionError),
+      this.changesUi.tabs,
       h("div.session-body", {},
-        h("div.session-main", {}, this.log, this.working, this.permissionArea, this.queue.element, this.form),
-        this.runsPanel, this.changesUi.panel));
+        this.conversation, this.changesUi.pane, this.changesUi.filesPane, this.runsPanel));
     this.composer.mount(this.input.parentElement, this.form);
   }
 
-  /** A path inside the session's repository, shown relative to it. */
+  /** A path inside the session's workspace (its worktree, or the repository), shown
+   * relative to it. */
   relativePath(path) {
-    const root = this.session?.repo?.path;
-    if (typeof path !== "string" || !root) return path;
-    const prefix = root.endsWith("/") ? root : `${root}/`;
-    return path.startsWith(prefix) ? path.slice(prefix.length) : path;
+    if (typeof path !== "string") return path;
+    for (const root of [this.session?.workspace?.path, this.session?.repo?.path]) {
+      if (!root) continue;
+      const prefix = root.endsWith("/") ? root : `${root}/`;
+      if (path.startsWith(prefix)) return path.slice(prefix.length);
+    }
+    return path;
+  }
+
+  /** The session as the server has it now (after a commit or merge: `workspace.merged`). */
+  async refresh() {
+    try {
+      this.setSession(await get(`/api/sessions/${this.sessionId}`));
+    } catch {
+      // the stream's next hello brings it anyway
+    }
   }
 
   // -- stream ----------------------------------------------------------------------
@@ -172,6 +192,7 @@ export class SessionView {
         if (this.live) announce(`Turn ${content.status}`);
       }
       if (this.awaitingRun === content.runId) this.awaitingRun = false;
+      if (this.live && content.status !== "running") this.changesUi.turnEnded();
       if (!this.runsPanel.hidden && this.live) this.runs?.load();
     } else if (content.type === "status") {
       this.setSession({ ...this.session, status: content.status });
@@ -291,7 +312,7 @@ export class SessionView {
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
       : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
-        : this.turnRunning ? "The agent is working… type the next prompt to queue it (Esc stops)"
+        : this.turnRunning ? (PHONE.matches ? "Agent is working… type to queue" : "The agent is working… type the next prompt to queue it (Esc stops)")
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
     if (hadFocus && focused !== this.input && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {

@@ -65,15 +65,23 @@ export function phases(run, messages) {
   return { calls, gaps, end, model: gaps.reduce((sum, [a, b]) => sum + (b - a), 0) };
 }
 
-function picture({ calls, gaps, end }) {
-  const rowH = 20, left = 80, width = 330;
+/** The waterfall, `width` px wide (the dialog's width): the labels get the room their
+ * longest needs (up to 40 % of it), so none loses its start. */
+function picture({ calls, gaps, end }, width) {
+  const rowH = 20;
+  const longest = Math.max(5, ...calls.map((c) => String(c.name).length));
+  const left = Math.min(Math.round(width * 0.4), 12 + longest * 6.6);
+  const room = Math.floor((left - 10) / 6.6);
   const height = (calls.length + 1) * rowH + 24;
   const x = (ms) => left + (Math.max(0, ms) / Math.max(end, 1)) * (width - left - 10);
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart timeline-chart", role: "img",
     "aria-label": "Waterfall of the run's tool calls; the table beside lists the same numbers" });
   const row = (i, label) => {
     const text = svg("text", { x: left - 6, y: i * rowH + 14, class: "chart-axis", "text-anchor": "end" });
-    text.textContent = label.length > 12 ? `${label.slice(0, 11)}…` : label;
+    text.textContent = label.length > room ? `${label.slice(0, room - 1)}…` : label;
+    const tip = svg("title");
+    tip.textContent = label;
+    text.append(tip);
     root.append(text);
   };
   const bar = (i, from, to, cls, title) => {
@@ -99,10 +107,12 @@ function picture({ calls, gaps, end }) {
   return root;
 }
 
-/** The run's usage in one line. */
-function usageLine(run, model) {
+/** The run's usage in one line; the model's share only when tools took some of the time
+ * (without tools it is the whole run, told twice with rounding apart). */
+export function usageLine(run, model, tools) {
   const u = run.usage || {};
-  const parts = [`took ${duration(run.durationMs)}`, `model ${duration(model)}`];
+  const parts = [`took ${duration(run.durationMs)}`];
+  if (tools > 0) parts.push(`model ${duration(model)}`);
   if (typeof u.inputTokens === "number") parts.push(`${count(u.inputTokens)} in / ${count(u.outputTokens)} out tokens`);
   if (typeof u.cachedReadTokens === "number") parts.push(`${count(u.cachedReadTokens)} cached`);
   if (money(run.cost)) parts.push(money(run.cost));
@@ -113,12 +123,18 @@ async function fill(panel, run) {
   clear(panel, h("p.muted.small", {}, "Loading the timeline…"));
   try {
     const data = phases(run, await runMessages(run.id));
+    if (!data.calls.length) {
+      clear(panel, h("p.timeline-usage", {}, usageLine(run, data.model, 0)),
+        h("p.muted.timeline-empty", {}, "No tool calls in this run: the agent answered without tools."));
+      return;
+    }
+    const width = Math.max(320, Math.min(1060, panel.clientWidth || 600));
     clear(panel,
-      h("p.timeline-usage", {}, usageLine(run, data.model)),
+      h("p.timeline-usage", {}, usageLine(run, data.model, data.calls.length)),
       h("ul.chart-legend", { "aria-hidden": "true" },
         [["tl-model", "model"], ["tl-permission", "permission wait"], ["tl-wait", "pending"], ["tl-completed", "completed"], ["tl-error", "error"], ["tl-cancelled", "cancelled"]]
           .map(([cls, label]) => h("li", {}, h(`span.swatch.${cls}`), label))),
-      h("div.usage-pair", {}, picture(data),
+      h("div.timeline-pair", {}, picture(data, width),
         h("div.table-wrap", {}, h("table.data-table.timeline-table", {},
           h("caption", {}, "Tool calls of this run, ms from its start"),
           h("thead", {}, h("tr", {}, ["Tool", "Start", "Waited", "Ran", "Status"].map((c, i) => h(i ? "th.num" : "th", { scope: "col" }, c)))),
@@ -131,17 +147,20 @@ async function fill(panel, run) {
   }
 }
 
-/** A "Timeline" button and the panel it opens, for one run of the run history. */
+/** A "Timeline" button for one run of the run history: the timeline opens wide, in a
+ * dialog over the page (the history's side panel is too narrow for its labels and table). */
 export function timelineToggle(run) {
-  const panel = h("div.timeline", { hidden: true, dataset: { runId: run.id } });
+  const panel = h("div.timeline", { dataset: { runId: run.id } });
+  const close = h("button.icon-button.timeline-close", { type: "button", "aria-label": "Close the timeline", onclick: () => dialog.close() }, "✕");
+  const dialog = /** @type {HTMLDialogElement} */ (h("dialog.timeline-dialog", { "aria-label": `Timeline of run ${run.id.slice(0, 8)}` },
+    h("div.panel-head", {}, h("h3", {}, `Timeline · run ${run.id.slice(0, 8)}`), close), panel));
   const button = h("button.small-button.secondary.timeline-toggle", {
-    type: "button", "aria-expanded": "false",
+    type: "button", "aria-haspopup": "dialog",
     onclick: () => {
-      const open = panel.hidden;
-      panel.hidden = !open;
-      button.setAttribute("aria-expanded", String(open));
-      if (open) fill(panel, run);
+      dialog.showModal();
+      fill(panel, run);
     },
   }, "Timeline");
-  return h("div.timeline-box", {}, button, panel);
+  dialog.addEventListener("close", () => button.focus());
+  return h("div.timeline-box", {}, button, dialog);
 }

@@ -33,6 +33,7 @@ export class Transcript {
     this.tools = new Map(); // runId:toolCallId → {node, ...}
     this.plans = new Map(); // runId → node
     this.runEnds = new Map(); // runId → seq of the message that ended it
+    this.controls = null; // the last controls seen: a config change says what changed
     this.dirty = new Set();
     this.frame = 0;
     this.stick = true;
@@ -48,6 +49,7 @@ export class Transcript {
     this.tools.clear();
     this.plans.clear();
     this.runEnds.clear();
+    this.controls = null;
     this.dirty.clear();
     this.stick = true;
     this.count = 0;
@@ -78,6 +80,12 @@ export class Transcript {
         break;
       case "run":
         this.addRun(message, content);
+        break;
+      case "controls":
+        this.addControls(message, content);
+        break;
+      case "review":
+        this.addReview(message, content);
         break;
       case "elicitation":
         if (content.outcome && SHOWN_MODES.includes(content.mode)) this.append(elicitationNote(content));
@@ -227,12 +235,20 @@ export class Transcript {
       .map((b) => b.content.text);
     const terminals = (content.content || []).filter((b) => b && b.type === "terminal");
     const rel = (path) => this.hooks.relativePath?.(path) ?? path;
-    const locations = (content.locations || []).map((l) => (l.line ? `${rel(l.path)}:${l.line}` : rel(l.path)));
+    const open = this.hooks.openPath;
+    const place = (l) => (l.line ? `${rel(l.path)}:${l.line}` : rel(l.path));
+    const locations = (content.locations || []).filter((l) => l && typeof l.path === "string");
     const result = content.result;
+    // a write the person rejected, or one that failed or was cancelled, changed nothing
+    const notApplied = diffs.length > 0 && (status === "error" || status === "cancelled");
+    card.notApplied.hidden = !notApplied;
     clear(card.body,
-      locations.length ? section("Files", h("ul.locations", {}, locations.map((l) => h("li", {}, h("code", {}, l))))) : null,
+      locations.length ? section("Files", h("ul.locations", {}, locations.map((l) => h("li", {},
+        open ? h("button.link-button.path-link", { type: "button", title: "Open this file", onclick: () => open(l.path, l.line ?? null) }, h("code", {}, place(l)))
+          : h("code", {}, place(l)))))) : null,
       content.args !== null && content.args !== undefined ? section("Arguments", h("pre.json", {}, pretty(relativize(content.args, rel)))) : null,
-      diffs.length ? section("Changes", diffs.map((d) => renderDiff({ ...d, path: rel(d.path) }))) : null,
+      diffs.length ? section(notApplied ? "Changes (not applied)" : "Changes",
+        diffs.map((d) => renderDiff({ ...d, path: rel(d.path) }, open && !notApplied ? () => open(d.path, null) : null, notApplied))) : null,
       texts.length && !sameAsResult(texts, result) ? section("Output", h("pre.output", {}, texts.join("\n"))) : null,
       terminals.length ? section("Terminal", terminals.map((t) => h("code", {}, t.terminalId))) : null,
       result !== null && result !== undefined ? section(status === "error" ? "Error" : "Result", h("pre.json", {}, pretty(relativize(result, rel)))) : null,
@@ -252,11 +268,12 @@ export class Transcript {
     const title = h("span.tool-title");
     const status = h("span.badge");
     const time = h("span.tool-time");
+    const notApplied = h("span.not-applied-badge", { hidden: true }, "not applied");
     const body = h("div.tool-body");
     const node = this.append(h("details.tool.card", { dataset: { key, toolCallId: content.toolCallId } },
-      h("summary", {}, kind, title, time, status), body));
+      h("summary", {}, kind, title, time, notApplied, status), body));
     node.addEventListener("toggle", () => { if (node.open) this.scroll(); });
-    return { node, kind, title, status, time, body, awaiting: false, opened: false };
+    return { node, kind, title, status, time, body, notApplied, awaiting: false, opened: false };
   }
 
   setPermission(message, content) {
@@ -306,6 +323,47 @@ export class Transcript {
       detail.message ? h("div", {}, detail.message) : null,
       detail.exitCode !== undefined && detail.exitCode !== null ? h("div", {}, `Exit code ${detail.exitCode}`) : null,
       detail.stderrTail ? h("pre.stderr", { "aria-label": "Agent error output" }, String(detail.stderrTail)) : null));
+  }
+
+  /** A mode or model (config) change leaves a line: what it is now, and who changed it. */
+  addControls(message, content) {
+    const controls = content.controls || {};
+    const before = this.controls;
+    this.controls = controls;
+    if (content.change !== "mode" && content.change !== "config") return;
+    const by = content.by === "client" ? "by you" : "by the agent";
+    const parts = [];
+    if (content.change === "mode") {
+      const modes = controls.modes || {};
+      const mode = (modes.available || []).find((m) => m.id === modes.currentModeId);
+      parts.push(["Mode", mode?.name || modes.currentModeId || "none"]);
+    } else {
+      const old = new Map((before?.config || []).map((o) => [o.id, o.currentValue]));
+      for (const option of controls.config || []) {
+        if (before && old.get(option.id) === option.currentValue) continue;
+        const value = (option.options || []).find((v) => v.value === option.currentValue);
+        parts.push([option.name || option.id, value?.name ?? String(option.currentValue)]);
+      }
+    }
+    if (!parts.length) return;
+    this.closeAll();
+    this.append(h("div.note.controls-note", { dataset: { change: content.change } },
+      h("span.note-mark", { "aria-hidden": "true" }, "⚙"),
+      parts.map(([name, value], i) => [i ? "; " : "", `${name} set to `, h("strong", {}, value)]),
+      ` ${by} · `,
+      h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp))));
+  }
+
+  /** A change a person undid in review. */
+  addReview(message, content) {
+    if (content.action !== "revert") return;
+    this.closeAll();
+    const hunks = Array.isArray(content.hunks) && content.hunks.length
+      ? ` (hunk${content.hunks.length === 1 ? "" : "s"} ${content.hunks.map((i) => i + 1).join(", ")})` : "";
+    this.append(h("div.note.review-note", {},
+      h("span.note-mark", { "aria-hidden": "true" }, "↶"),
+      `Reverted in review: `, h("code", {}, content.path || ""), hunks, " · ",
+      h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp))));
   }
 
   runEndSeq(runId) {

@@ -8,6 +8,7 @@ import { describe, get, query } from "./api.js";
 import { horizontalBars, stackedColumns } from "./chart.js";
 import { clear, count, duration, h } from "./dom.js";
 import { RUN_STATUSES } from "./enums.js";
+import { groupTools } from "./toolgroups.js";
 
 // ended runs first, the running ones last
 const STATUSES = [...RUN_STATUSES.filter((s) => s !== "running"), "running"];
@@ -123,37 +124,45 @@ export class UsagePage {
     const currencies = [...new Set(days.buckets.flatMap((b) => (b.cost || []).map((c) => c.currency)))];
     const currency = currencies.includes("USD") ? "USD" : currencies[0] || "USD";
     const money = (n) => `${n.toFixed(n >= 1 ? 2 : 4)} ${currency}`;
+    // the axis of small amounts in two significant digits: 0.00005, not 0.0000
+    const axisMoney = (n) => (n === 0 ? `0 ${currency}` : n >= 1 ? money(n) : `${Number(n.toPrecision(2))} ${currency}`);
     const byDay = (buckets, pick) => {
       const map = new Map(buckets.map((b) => [b.key, b]));
       return labels.map((d) => (map.has(d) ? pick(map.get(d)) : 0));
     };
     const costSeries = perAgent.map(([name, buckets]) => ({ name, values: byDay(buckets, (b) => costOf(b, currency)) }));
     const tokenSeries = perAgent.map(([name, buckets]) => ({ name, values: byDay(buckets, (b) => b.tokens.input + b.tokens.output) }));
-    const statusSeries = STATUSES.map((s) => ({ name: s, values: byDay(days.buckets, (b) => b.byStatus[s] || 0) }));
+    const statusSeries = STATUSES.map((s) => ({ name: s, cls: `st-${s}`, values: byDay(days.buckets, (b) => b.byStatus[s] || 0) }));
     const withData = (series) => series.filter((s) => s.values.some((v) => v));
     const dayRows = (series, fmt) => labels.filter((_, i) => series.some((s) => s.values[i]))
       .map((d) => [d, ...series.map((s) => fmt(s.values[labels.indexOf(d)]))]);
-    const slow = [...tools].filter((t) => t.durationMs.p95 !== null).sort((a, b) => b.durationMs.p95 - a.durationMs.p95).slice(0, 10);
+    const groups = groupTools(tools);
+    const slow = groups.filter((t) => t.durationMs.p95 !== null).sort((a, b) => b.durationMs.p95 - a.durationMs.p95).slice(0, 10);
     const failing = [...tools].filter((t) => t.failures).sort((a, b) => b.failures - a.failures).slice(0, 10);
+    // the charts' drawing width as shown: on a phone the axis text keeps a readable size
+    const width = Math.max(300, Math.min(600, Math.round((this.body.clientWidth || 600) * (window.innerWidth <= 760 ? 1 : 0.6)) - 30));
     const section = (id, title, chart, tableNode, note = null) => h(`section.usage-card#${id}`, { "aria-labelledby": `${id}-title` },
-      h(`h3#${id}-title`, {}, title), note, h("div.usage-pair", {}, chart, h("div.table-wrap", {}, tableNode)));
+      h(`h3#${id}-title`, {}, title), note,
+      h("div.usage-pair", {}, chart, tableNode.querySelector("tbody tr") ? h("div.table-wrap", {}, tableNode) : null));
     const cost = withData(costSeries);
     const tokens = withData(tokenSeries);
     const statuses = withData(statusSeries);
     clear(this.body,
       section("usage-cost", `Cost per day (${currency})`,
-        stackedColumns({ labels, series: cost, format: money, title: `Cost per day in ${currency}, by agent` }),
+        stackedColumns({ labels, series: cost, format: money, axis: axisMoney, title: `Cost per day in ${currency}, by agent`, width }),
         table(`Cost per day in ${currency}`, ["Day", ...cost.map((s) => s.name)], dayRows(cost, money)),
         currencies.length > 1 ? h("p.muted.small", {}, `Also charged in ${currencies.filter((c) => c !== currency).join(", ")}: see the CSV.`) : null),
       section("usage-tokens", "Tokens per day (input + output)",
-        stackedColumns({ labels, series: tokens, format: (n) => count(Math.round(n)), title: "Tokens per day by agent" }),
+        stackedColumns({ labels, series: tokens, format: (n) => count(Math.round(n)), title: "Tokens per day by agent", width }),
         table("Tokens per day", ["Day", ...tokens.map((s) => s.name)], dayRows(tokens, count))),
       section("usage-status", "Runs by status",
-        stackedColumns({ labels, series: statuses, format: (n) => count(Math.round(n)), title: "Runs per day by status" }),
+        stackedColumns({ labels, series: statuses, format: (n) => count(Math.round(n)), axis: (n) => (Number.isInteger(n) ? count(n) : n.toFixed(1)), title: "Runs per day by status", width }),
         table("Runs per day by status", ["Day", ...statuses.map((s) => s.name)], dayRows(statuses, count))),
       section("usage-slow", "Slowest tools (p95)",
-        horizontalBars({ rows: slow.map((t) => ({ name: t.toolName || "(unnamed)", value: t.durationMs.p95 })), format: duration, title: "Slowest tools by 95th percentile" }),
-        table("Slowest tools", ["Tool", "Calls", "Median", "p95"], slow.map((t) => [t.toolName || "(unnamed)", count(t.calls), duration(t.durationMs.median), duration(t.durationMs.p95)]))),
+        horizontalBars({ rows: slow.map((t) => ({ name: t.label, value: t.durationMs.p95 })), format: duration, title: "Slowest tools by 95th percentile" }),
+        table("Slowest tools, by kind and title without arguments", ["Tool", "Kind", "Calls", "Median", "p95"],
+          slow.map((t) => [t.titles > 1 ? `${t.label} (${t.titles} titles)` : t.label, t.kind, count(t.calls), duration(t.durationMs.median), duration(t.durationMs.p95)])),
+        h("p.muted.small", {}, "Calls grouped by the tool's kind and its title without arguments (“Read README.md” and “Read parser.py” are one row). A group's p95 is its slowest title's.")),
       section("usage-failing", "Most failing tools",
         horizontalBars({ rows: failing.map((t) => ({ name: t.toolName || "(unnamed)", value: t.failures })), format: count, title: "Tools by failures" }),
         table("Most failing tools", ["Tool", "Failures", "Calls"], failing.map((t) => [t.toolName || "(unnamed)", count(t.failures), count(t.calls)]))));

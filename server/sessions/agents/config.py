@@ -1,0 +1,88 @@
+"""The configured agents: ``AGENT_COMMAND`` (id ``default``) plus ``AGENTS_FILE``."""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.sessions.agents.mcp_servers import McpServer, parse_mcp_servers
+from server.settings import Settings, SettingsError
+
+__all__ = ["DEFAULT_AGENT_ID", "AgentConfig", "load_agents"]
+
+DEFAULT_AGENT_ID = "default"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    id: str
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    auth_method: str | None = None
+    default: bool = False
+    mcp_servers: tuple[str, ...] = ()  # the agent's default MCP servers, by name
+    # Every MCP server AGENTS_FILE defines (the same mapping for every agent).
+    mcp_catalog: Mapping[str, McpServer] = field(default_factory=dict, repr=False, compare=False)
+
+    def argv(self, workspace: Path) -> list[str]:
+        """The command line, with ``{workspace}`` replaced by the repository path."""
+        return [part.replace("{workspace}", str(workspace)) for part in shlex.split(self.command)]
+
+    def view(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "command": self.command,
+            "default": self.default,
+            "mcpServers": list(self.mcp_servers),
+        }
+
+
+def load_agents(settings: Settings) -> dict[str, AgentConfig]:
+    agents = {DEFAULT_AGENT_ID: AgentConfig(DEFAULT_AGENT_ID, settings.agent_command, default=True)}
+    if settings.agents_file is None:
+        return agents
+    try:
+        data = tomllib.loads(Path(settings.agents_file).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"AGENTS_FILE={settings.agents_file} cannot be read: {exc}") from None
+    catalog = parse_mcp_servers(data)
+    agents[DEFAULT_AGENT_ID] = AgentConfig(
+        DEFAULT_AGENT_ID, settings.agent_command, default=True, mcp_catalog=catalog
+    )
+    table = data.get("agents", {})
+    if not isinstance(table, dict):
+        raise SettingsError("AGENTS_FILE: [agents] must be a table")
+    for name, spec in table.items():
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("command"), str)
+            or not spec["command"].strip()
+        ):
+            raise SettingsError(f'AGENTS_FILE: agents.{name} needs command = "..."')
+        env = spec.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise SettingsError(f"AGENTS_FILE: agents.{name}.env must map names to strings")
+        auth = spec.get("authMethod")
+        if auth is not None and not isinstance(auth, str):
+            raise SettingsError(f"AGENTS_FILE: agents.{name}.authMethod must be a string")
+        mcp = spec.get("mcpServers", [])
+        if not isinstance(mcp, list) or not all(isinstance(n, str) for n in mcp):
+            raise SettingsError(f"AGENTS_FILE: agents.{name}.mcpServers must be a list of names")
+        unknown = [n for n in mcp if n not in catalog]
+        if unknown:
+            raise SettingsError(
+                f"AGENTS_FILE: agents.{name}.mcpServers names undefined {', '.join(unknown)}"
+            )
+        agents[name] = AgentConfig(
+            name,
+            spec["command"],
+            dict(env),
+            auth,
+            default=False,
+            mcp_servers=tuple(dict.fromkeys(mcp)),
+            mcp_catalog=catalog,
+        )
+    return agents
