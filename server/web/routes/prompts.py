@@ -58,7 +58,7 @@ def read_prompt(body: JsonObject, limit: int) -> shapes.PromptBody:
 
 async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> JsonObject:
     """Check the prompt (``text`` and/or ``content``), start the turn, or with ``queue``
-    queue it behind the running one (server.sessions.queue); the 202 body."""
+    queue it behind the running one (sessions/live/queue.py); the 202 body."""
     settings = state.settings
     prompt = read_prompt(body, settings.max_prompt_bytes)
     text, content = prompt.text, prompt.content
