@@ -5,6 +5,7 @@ their overlay, and the new-session form's choices."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,7 @@ pytest.importorskip(
     exc_type=ImportError,
 )
 
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import Page, expect  # noqa: E402
 
 from tests.browser.conftest import SharedServer  # noqa: E402
 from tests.browser.ui import send, start_session, wait_turns  # noqa: E402
@@ -128,6 +129,24 @@ def _git_commit(server: SharedServer) -> None:
         subprocess.run(["git", *args], cwd=repo, check=False, capture_output=True)
 
 
+def _neighbour_key(page: Page, rows: Any, current: str) -> str:
+    """Press j (or k on the last row) and check the session of the row next to
+    ``current`` opens; the list is read just before (other tests' sessions move in it
+    as their activity changes). Its id."""
+    order = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
+    at = order.index(current)
+    key, other = ("j", order[at + 1]) if at + 1 < len(order) else ("k", order[at - 1])
+    page.keyboard.press(key)
+    expect(page).to_have_url(re.compile(rf"#/s/{other}$"))
+    return str(other)
+
+
+def _opened(page: Page, session_id: str) -> None:
+    """The session's view had its first snapshot: an active one focuses its prompt box
+    then, so leaving the box before that would type the next key into it."""
+    expect(page.locator(f"#conversation-{session_id}")).to_contain_text("Session started")
+
+
 def test_keyboard_shortcuts_and_their_overlay(
     open_page: OpenPage, module_server: SharedServer
 ) -> None:
@@ -152,16 +171,15 @@ def test_keyboard_shortcuts_and_their_overlay(
     expect(rows.first).to_be_attached()
     order = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
     assert {first, second} <= set(order)
-    at = order.index(second)
+    _opened(page, second)
     page.locator("body").click()
-    page.keyboard.press("j")  # the next row of the list
-    expect(page).to_have_url(f"{module_server.url}/#/s/{order[at + 1]}")
-    page.locator("body").click()
-    page.keyboard.press("k")  # and back
-    expect(page).to_have_url(f"{module_server.url}/#/s/{second}")
+    assert _neighbour_key(page, rows, second) != second
+    page.goto(f"{module_server.url}/#/s/{second}")
+    _opened(page, second)
     page.locator("body").click()
     page.keyboard.press("c")
-    expect(page.locator(".changes-button")).to_have_attribute("aria-expanded", "true")
+    review_tab = page.locator('.session-tab[data-tab="review"]')
+    expect(review_tab).to_have_attribute("aria-selected", "true")
     page.locator("body").click()
     page.keyboard.press("n")
     expect(page.locator("#new-repo")).to_be_focused()

@@ -231,7 +231,7 @@ export const SHORTCUTS = [
   ["k", "Previous session in the list"],
   ["/", "Search sessions"],
   ["i", "Write to the agent (the prompt box)"],
-  ["c", "Show the changes"],
+  ["c", "Show the review (changes)"],
   ["?", "This list"],
 ];
 
@@ -258,7 +258,7 @@ export function installShortcuts({ sidebar, navigate }) {
       "k": () => sidebar.step(-1, navigate),
       "/": () => sidebar.focusSearch(),
       "i": () => document.getElementById("prompt-input")?.focus(),
-      "c": () => /** @type {HTMLElement | null} */ (document.querySelector(".changes-button"))?.click(),
+      "c": () => /** @type {HTMLElement | null} */ (document.querySelector(".session-tab[data-tab=\"review\"]"))?.click(),
       "?": () => showShortcuts(),
     }[event.key];
     if (!act) return;
