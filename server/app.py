@@ -35,6 +35,7 @@ from server.web.forwarding import ForwardingMiddleware
 from server.web.routes import (
     client_tools,
     controls,
+    glance,
     history,
     ops,
     prompts,
@@ -219,6 +220,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
         *review.routes,
         *runs.routes,
         *stats.routes,
+        *glance.routes,
         *ws.routes,
         openapi_route(),
     ]

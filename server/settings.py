@@ -193,6 +193,9 @@ class Settings:
     agent_max_steps: int = _setting(
         "AGENT_MAX_STEPS", _int(1), "50", "tool calls per run before it is paused"
     )
+    max_queued_prompts: int = _setting(
+        "MAX_QUEUED_PROMPTS", _int(1), "10", "prompts waiting for the running turn, per session"
+    )
     max_total_steps_per_run: int = _setting(
         "MAX_TOTAL_STEPS_PER_RUN", _int(1), "500", "cumulative cap across resumes"
     )

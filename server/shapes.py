@@ -54,7 +54,9 @@ __all__ = [
 ]
 
 SessionStatus = Literal["active", "completed", "cancelled", "error"]
-RunStatus = Literal["running", "completed", "failed", "cancelled", "paused", "interrupted"]
+RunStatus = Literal[
+    "queued", "running", "completed", "failed", "cancelled", "paused", "interrupted"
+]
 ToolStatus = Literal["pending", "in_progress", "completed", "error", "cancelled"]
 Role = Literal["user", "agent", "system"]
 Isolation = Literal["none", "worktree"]
@@ -142,6 +144,25 @@ class Owner(msgspec.Struct, rename="camel"):
     name: str
 
 
+TitleSource = Literal["user", "agent", "prompt"]
+
+
+class SessionUsage(_Shape):
+    """A session's runs summed: tokens, and the cost the agent reported in US dollars."""
+
+    input_tokens: Count
+    output_tokens: Count
+    cost_usd: float
+
+
+class SessionMatch(_Shape):
+    """Why a session matched ``q``: its best message (``seq``; null when only the title
+    matched) and a snippet with each matched word between U+E000 and U+E001."""
+
+    seq: Annotated[int, msgspec.Meta(ge=1)] | None
+    snippet: str
+
+
 class Session(msgspec.Struct, rename="camel"):
     id: Uuid
     repo_id: Uuid
@@ -161,6 +182,13 @@ class Session(msgspec.Struct, rename="camel"):
     sandbox: Sandbox
     owner: Owner | None = None  # null for sessions made before users existed
     visibility: Visibility = "team"
+    title_source: TitleSource | None = None
+    archived: bool = False
+    last_activity_at: Time | None = None
+    # API.md "Finding and keeping sessions": on listed sessions (and a single one)
+    run_count: Count | msgspec.UnsetType = msgspec.UNSET
+    usage: SessionUsage | msgspec.UnsetType = msgspec.UNSET
+    match: SessionMatch | msgspec.UnsetType = msgspec.UNSET
 
 
 class Message(msgspec.Struct, rename="camel"):
@@ -257,11 +285,23 @@ class CreateSession(_Body):
     client_tools: list[JsonObject] | None = None
 
 
+class PatchSession(_Body):
+    """API.md "Finding and keeping sessions": rename, share, archive."""
+
+    title: Annotated[NonBlank, msgspec.Meta(max_length=500)] | None = None
+    visibility: (
+        Annotated[Literal["team", "private"], _invalid("visibility must be team or private.")]
+        | None
+    ) = None
+    archived: bool | None = None
+
+
 class PromptBody(_Body):
     """``text`` and/or ``content`` (API.md "Prompt content": text, image, file blocks)."""
 
     content: list[JsonObject] | None = None
     text: NonBlank | None = None
+    queue: bool | None = None  # wait for the running turn instead of 409 turn_in_progress
 
 
 class PermissionAnswer(_Body):

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import attachments as attachment_store
+from store import glance as glance_store
 from store import messages as message_store
 from store import permissions as permission_store
 from store import runs as run_store
@@ -26,6 +27,7 @@ from store.jsontypes import JsonObject, JsonValue
 from store.models import Attachment, Run, SessionRecord
 
 __all__ = [
+    "CancelQueued",
     "CloseRun",
     "CopyMessages",
     "DecidePermission",
@@ -37,10 +39,14 @@ __all__ = [
     "KeepAttachments",
     "OpenRun",
     "SetClientTools",
+    "PurgeSession",
+    "QueueRun",
+    "SetKept",
     "SetMerged",
     "SetStatus",
     "SetTitle",
     "StoreControls",
+    "TitleFromPrompt",
     "WriteOp",
 ]
 
@@ -49,13 +55,61 @@ log = logging.getLogger("agent_sessions.history")
 
 @dataclass(frozen=True, slots=True)
 class SetTitle:
-    """The agent named its session (``session_info_update``)."""
+    """The agent named its session (``session_info_update``): it replaces a title taken
+    from a prompt or an earlier one of the agent's, never one a person gave."""
 
     session_id: str
     title: str
 
     async def __call__(self, db: AsyncSession) -> None:
-        await session_store.update_session(db, self.session_id, title=self.title)
+        await glance_store.set_agent_title(db, self.session_id, self.title)
+
+
+@dataclass(frozen=True, slots=True)
+class TitleFromPrompt:
+    """A session still without a title takes its first prompt's."""
+
+    session_id: str
+    text: str
+
+    async def __call__(self, db: AsyncSession) -> None:
+        await glance_store.set_prompt_title(db, self.session_id, self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class SetKept:
+    """What a person keeps of a session (PATCH): a title (then the user's), its
+    visibility, archived or not; None leaves it as it is."""
+
+    session_id: str
+    title: str | None = None
+    visibility: str | None = None
+    archived: bool | None = None
+
+    async def __call__(self, db: AsyncSession) -> None:
+        values: dict[str, Any] = {}
+        if self.title is not None:
+            values.update(title=self.title, title_source="user")
+        if self.visibility is not None:
+            values["visibility"] = self.visibility
+        if self.archived is not None:
+            values["archived"] = self.archived
+        if values:
+            await session_store.update_session(db, self.session_id, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeSession:
+    """Every row an ended session owns, in one transaction (its git state is gone
+    already); a session revived meanwhile is left whole."""
+
+    session_id: str
+
+    async def __call__(self, db: AsyncSession) -> None:
+        current = await session_store.get_session(db, self.session_id)
+        if current is None or current.status == "active":
+            return
+        await glance_store.purge_rows(db, self.session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +189,44 @@ class KeepAttachments:
 
 @dataclass(frozen=True, slots=True)
 class OpenRun:
-    """A turn's run, now the session's active one (its context handed over)."""
+    """A turn's run, now the session's active one (its context handed over).
+    ``queued``: the run's row exists (status ``queued``) and becomes the running one."""
+
+    run: Run
+    queued: bool = False
+
+    async def __call__(self, db: AsyncSession) -> None:
+        if self.queued:
+            await db.merge(self.run)
+        else:
+            db.add(self.run)
+        await db.flush()
+        await session_store.update_session(
+            db, self.run.session_id, active_run_id=self.run.id, needs_context=False
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRun:
+    """A prompt waiting for the running turn: its run, status ``queued``."""
 
     run: Run
 
     async def __call__(self, db: AsyncSession) -> None:
         db.add(self.run)
         await db.flush()
-        await session_store.update_session(
-            db, self.run.session_id, active_run_id=self.run.id, needs_context=False
-        )
+
+
+@dataclass(frozen=True, slots=True)
+class CancelQueued:
+    """Queued runs that will never start end ``cancelled`` (a started one is left)."""
+
+    run_ids: Sequence[str]
+    when: datetime
+
+    async def __call__(self, db: AsyncSession) -> None:
+        if self.run_ids:
+            await glance_store.cancel_queued(db, self.run_ids, self.when)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,14 +300,15 @@ class DecidePermission:
 
 @dataclass(frozen=True, slots=True)
 class CopyMessages:
-    """A fork's copied messages, its seqs from 1, and the controls and client tools it
-    inherits."""
+    """A fork's copied messages, its seqs from 1, the controls and client tools it
+    inherits, and where its title came from."""
 
     session_id: str
     rows: Sequence[message_store.MessageValues]
     controls: JsonValue
     agent_config: JsonValue
     client_tools: JsonValue = None
+    title_source: str | None = None
 
     async def __call__(self, db: AsyncSession) -> None:
         if self.rows:
@@ -237,6 +320,7 @@ class CopyMessages:
             controls=self.controls,
             agent_config=self.agent_config,
             client_tools=self.client_tools,
+            title_source=self.title_source,
         )
 
 
@@ -281,6 +365,9 @@ class ImportSession:
 
 WriteOp = (
     SetTitle
+    | TitleFromPrompt
+    | SetKept
+    | PurgeSession
     | SetStatus
     | SetMerged
     | SetClientTools
@@ -288,6 +375,8 @@ WriteOp = (
     | StoreControls
     | KeepAttachments
     | OpenRun
+    | QueueRun
+    | CancelQueued
     | CloseRun
     | InterruptRun
     | InsertPermission

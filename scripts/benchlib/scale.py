@@ -181,7 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", type=int, help="live sessions with idle agents (500)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--keep", action="store_true", help="keep the database and logs")
+    parser.add_argument(
+        "--search", action="store_true", help="only full-text search and its ingest cost"
+    )
+    parser.add_argument("--pg", help="with --search: also on this PostgreSQL server URL")
+    parser.add_argument("--messages", type=int, default=1_000_000, help="with --search")
+    parser.add_argument("--skip-sqlite", action="store_true", help="with --search --pg")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --search: ingest A/B rounds (0: none)"
+    )
     args = parser.parse_args(argv)
+    if args.search:
+        return _search_main(args)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     if args.sizes:
         sizes = tuple(int(float(s.strip())) for s in args.sizes.split(","))
@@ -215,6 +226,42 @@ def main(argv: list[str] | None = None) -> int:
         log(f"kept {workdir}")
     else:
         shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if results["problems"] else 0
+
+
+def _search_main(args: argparse.Namespace) -> int:
+    """``--search``: benchlib.scale_search; writes search.json next to the other results."""
+    import json
+
+    from benchlib.scale_search import run_search, table
+
+    workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-search-"))
+    t0 = time.monotonic()
+
+    def log(text: str) -> None:
+        print(f"==> [{time.monotonic() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+    quick = args.quick
+    try:
+        results = run_search(
+            workdir,
+            log,
+            pg_url=args.pg,
+            messages=20_000 if quick else args.messages,
+            sessions=200 if quick else 10_000,
+            ingest=2_000 if quick else 20_000,
+            rounds=args.rounds,
+            skip_sqlite=args.skip_sqlite,
+            samples=10 if quick else 20,
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(table(results))
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "search.json"
+    out.write_text(json.dumps(results, indent=2, default=str))
+    log(f"wrote {out}")
     return 1 if results["problems"] else 0
 
 

@@ -21,6 +21,7 @@ from server.sessions.errors import (
     Unavailable,
 )
 from server.sessions.facade import NewSession, Sessions
+from server.sessions.history.listing import Listed, SessionPage, SessionQuery
 from server.sessions.live.controls_state import empty_controls
 from server.sessions.users import shapes as user_shapes
 from server.sessions.users.actor import SERVER_ADMIN, Actor, acting, actor_ref, current_actor
@@ -36,10 +37,14 @@ from store.message_row import MessageRow
 from store.messages import MessageFilter
 from store.models import ApiToken, User
 from store.runs import RunFilter
+from store.search import MAX_QUERY_CHARS
+from store.search import terms as search_terms
 from store.sessions import SessionFilter
 from store.stats import GroupBy, StatsQuery
 
 __all__ = [
+    "MAX_QUERY_CHARS",
+    "search_terms",
     "ApiToken",
     "User",
     "DEFAULT_AGENT_ID",
@@ -58,6 +63,7 @@ __all__ = [
     "LineComment",
     "MessageFilter",
     "MessageRow",
+    "Listed",
     "NewSession",
     "NotFound",
     "Repo",
@@ -68,6 +74,8 @@ __all__ = [
     "Secret",
     "SessionNotActive",
     "SessionRecord",
+    "SessionPage",
+    "SessionQuery",
     "Sessions",
     "StatsQuery",
     "ToolCall",

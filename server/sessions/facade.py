@@ -28,9 +28,10 @@ from server.sessions import answers
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
 from server.sessions.catalog import Listing, Repos, Runs, Stats
-from server.sessions.errors import Conflict, SandboxUnavailable, SessionNotActive
-from server.sessions.history import archive
+from server.sessions.errors import Conflict, NotFound, SandboxUnavailable, SessionNotActive
+from server.sessions.history import archive, keeping, listing
 from server.sessions.history import log as history
+from server.sessions.history.listing import Listed, SessionPage, SessionQuery
 from server.sessions.history.transcript import ChatEntry
 from server.sessions.live.client_tools import ClientToolHost, answer_of, check_tools, tools_of
 from server.sessions.live.controls_state import ControlsState, empty_controls
@@ -52,6 +53,7 @@ from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from store import Database, Run, SessionRecord
+from store import glance as glance_store
 from store import repos as repo_store
 from store.models import Attachment
 from store.operations import DeleteSession, SetClientTools
@@ -215,20 +217,44 @@ class Sessions:
     async def prompt_blocks(self, session_id: str, blocks: list[JsonValue]) -> str:
         """A prompt of content blocks (images, files): checked against the session's
         workspace and its agent's prompt capabilities, then started as a turn."""
-        settings = self.services.settings
         live = await self.supervisor.active_live(session_id)
-        built = await anyio.to_thread.run_sync(
+        built = await self._built(live, blocks)
+        return await self.prompt(session_id, built.text, content=built)
+
+    async def _built(self, live: LiveSession, blocks: list[JsonValue]) -> PromptContent:
+        settings = self.services.settings
+        return await anyio.to_thread.run_sync(
             partial(
                 build_prompt,
                 blocks,
-                session_id=session_id,
+                session_id=live.id,
                 root=live.repo_path,
                 capabilities=live.translator.controls.prompt_capabilities,
                 max_image_bytes=settings.max_image_bytes,
                 max_embed_bytes=settings.max_embed_bytes,
             )
         )
-        return await self.prompt(session_id, built.text, content=built)
+
+    async def queue_prompt(
+        self, session_id: str, text: str | None, blocks: list[JsonValue] | None
+    ) -> tuple[str, int | None]:
+        """A prompt that waits for the running turn (API.md, Finding and keeping
+        sessions): its run id and 1-based place in the queue, or None when it started at
+        once. ``blocks``: a prompt of content blocks (then ``text`` is in them)."""
+        live = await self.supervisor.active_live(session_id)
+        built = await self._built(live, blocks) if blocks is not None else None
+        text = built.text if built is not None else text
+        assert text is not None
+        limit = self.services.settings.max_queued_prompts
+        return await live.queue.submit(text, built, limit=limit)
+
+    async def drop_queued(self, session_id: str, run_id: str) -> None:
+        """A waiting prompt taken out, its run ``cancelled`` (404 once it started)."""
+        await self.get(session_id)
+        live = self.registry.get(session_id)
+        if live is None:
+            raise NotFound("run", run_id, f"No queued run {run_id} in this session.")
+        await live.queue.drop(run_id)
 
     def resuming(self, run_id: str) -> AbstractAsyncContextManager[None]:
         """Held while a run's resume is checked and started (one at a time per run)."""
@@ -375,6 +401,40 @@ class Sessions:
         return await history.rewind_session(
             self.supervisor, self._rewinds, session_id, to_seq, restore_files=restore_files
         )
+
+    # -- finding and keeping (API.md) -------------------------------------------------
+
+    async def list_sessions(self, query: SessionQuery) -> SessionPage:
+        """A page of the list, or of a search's matches."""
+        return await listing.list_sessions(self.services, query)
+
+    async def listed(self, session_id: str) -> Listed:
+        """One session as listed: with its runs, usage and repository."""
+        return await listing.listed_session(self.services, session_id)
+
+    async def patch(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        visibility: str | None = None,
+        archived: bool | None = None,
+    ) -> Listed:
+        """Renamed, shared, archived or brought back; the session as listed after."""
+        await keeping.patch_session(
+            self.services, session_id, title=title, visibility=visibility, archived=archived
+        )
+        return await self.listed(session_id)
+
+    async def purge(self, session_id: str, *, keep_branch: bool) -> None:
+        """An ended session gone for good: its git state, then every row."""
+        await keeping.purge_session(self.services, session_id, keep_branch=keep_branch)
+
+    async def agent_controls(self) -> dict[str, JsonObject]:
+        """Each agent's last known controls (none for one that never started)."""
+        async with self.services.db.read() as db:
+            found: dict[str, JsonObject] = await glance_store.last_controls(db, list(self.agents))
+        return found
 
     def export(self, record: SessionRecord) -> AsyncIterator[bytes]:
         return archive.export_lines(self.services.db, record)

@@ -72,6 +72,10 @@ def session_view(session: SessionRecord, repo: Repo, sandbox: JsonObject) -> Jso
         if session.owner_id
         else None,
         visibility=session.visibility or "team",  # type: ignore[arg-type] # the enum's values
+        # API.md "Finding and keeping sessions": a title without a source is a person's
+        title_source=session.title_source or ("user" if session.title else None),  # type: ignore[arg-type]
+        archived=bool(session.archived),
+        last_activity_at=iso(session.last_activity_at),
     )
     return msgspec.to_builtins(shape)  # type: ignore[no-any-return]
 

@@ -279,7 +279,7 @@ METHOD_CASES = [
     ("PUT", "/api/repos", {"GET", "POST"}),
     ("PATCH", "/api/repos/{id}", {"GET", "DELETE"}),
     ("PUT", "/api/sessions", {"GET", "POST"}),
-    ("POST", "/api/sessions/{id}", {"GET", "DELETE"}),
+    ("POST", "/api/sessions/{id}", {"GET", "DELETE", "PATCH"}),
     ("GET", "/api/sessions/{id}/prompt", {"POST"}),
 ]
 MORE_METHOD_CASES = [
@@ -326,6 +326,7 @@ def test_agents_default_only(client: TestClient, settings: Settings) -> None:
                 "default": True,
                 "mcpServers": [],
                 "sandbox": {"enabled": False, "network": "open"},  # the suite's AGENT_SANDBOX=off
+                "controls": None,  # no session of this agent has started yet
             }
         ]
     }

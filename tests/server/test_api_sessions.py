@@ -46,6 +46,10 @@ SESSION_KEYS = {
     "sandbox",
     "owner",  # API.md "Users and access"
     "visibility",
+    # API.md "Finding and keeping sessions"
+    "titleSource",
+    "archived",
+    "lastActivityAt",
 }
 MESSAGE_KEYS = {"id", "sessionId", "runId", "seq", "role", "content", "stepNumber", "timestamp"}
 
@@ -183,7 +187,8 @@ def test_list_filters_and_offset(
             response = c.get("/api/sessions", params=params)
             assert response.status_code == 200, response.text
             body = response.json()
-            assert all(set(s) == SESSION_KEYS for s in body["sessions"])
+            listed = SESSION_KEYS | {"runCount", "usage"}
+            assert all(set(s) == listed for s in body["sessions"])
             return [s["id"] for s in body["sessions"]]
 
         assert ids() == [s3["id"], s2["id"], s1["id"]]  # newest first

@@ -300,7 +300,7 @@ def test_export_import_round_trip(client: TestClient, demo_repo_id: str) -> None
         "id": sid,
         "repoId": demo_repo_id,
         "agentId": "default",
-        "title": None,
+        "title": "tools 3",  # the first prompt's (API.md, Finding and keeping sessions)
         "createdAt": header["createdAt"],
     }
     assert any(m["raw"] for m in exported[1:]) and any(m["dropped"] for m in exported[1:])

@@ -91,7 +91,10 @@ def test_the_views_encode_through_the_structs() -> None:
         (run_view(run), shapes.Run),
         (tool_call_view(call), shapes.ToolCall),
     ):
-        assert list(view) == wire_names(struct)
+        names = wire_names(struct)
+        if struct is shapes.Session:  # a list's additions (routes.glance)
+            names = [n for n in names if n not in ("runCount", "usage", "match")]
+        assert list(view) == names
         msgspec.convert(view, struct)  # the JSON validates against its Struct
     assert session_view(session, repo, SANDBOX)["createdAt"] == "2026-01-01T12:00:00.123Z"
 

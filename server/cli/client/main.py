@@ -25,6 +25,7 @@ import anyio
 from server.cli.client import usage
 from server.cli.client.api import Api, CliError, find_repo
 from server.cli.client.chat import Chat
+from server.cli.client.keeping import add_keeping_commands, match_line
 from server.cli.client.wire import JsonObject
 
 __all__ = ["CliError", "add_commands"]
@@ -45,6 +46,12 @@ def cmd_sessions(args: argparse.Namespace, api: Api) -> None:
         params["status"] = args.status
     if args.repo:
         params["repoId"] = find_repo(api, args.repo, register=False)["id"]
+    if args.search:
+        params["q"] = args.search
+    if args.sort:
+        params["sort"] = args.sort
+    if args.archived:
+        params["archived"] = args.archived
     page = api.call("GET", "/api/sessions", params=params)
     sessions = page["sessions"]
     if not sessions:
@@ -64,7 +71,13 @@ def cmd_sessions(args: argparse.Namespace, api: Api) -> None:
                 title,
             ]
         )
-    print(_table(rows))
+    matches = [match_line(s["match"]) if "match" in s else None for s in sessions]
+    table = _table(rows).splitlines()
+    print(table[0])
+    for line, match in zip(table[1:], matches, strict=True):
+        print(line)
+        if match is not None:  # --search: why it matched
+            print(match)
     if page["total"] > len(sessions):
         print(f"({len(sessions)} of {page['total']}; use --limit for more)", file=sys.stderr)
 
@@ -228,7 +241,13 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--repo", help="repository id, name or path")
     p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--search", metavar="WORDS", help="full-text search, best match first")
+    p.add_argument("--sort", choices=("created", "activity"), help="default: created")
+    p.add_argument(
+        "--archived", choices=("false", "true", "all"), help="archived sessions (default: false)"
+    )
     p.set_defaults(func=_run(cmd_sessions))
+    add_keeping_commands(sub, common, _run)
 
     p = sub.add_parser("chat", parents=[common], help="chat with an agent in a terminal")
     which = p.add_mutually_exclusive_group(required=True)

@@ -22,6 +22,7 @@ from server.sessions.supervision.supervisor import Supervisor
 from server.sessions.workspaces import service as workspace_service
 from store import Database, Message, SessionRecord, utcnow
 from store import messages as message_store
+from store.glance import fork_title
 from store.messages import MessageValues
 from store.operations import CopyMessages, DropMessages, SetStatus
 
@@ -94,15 +95,22 @@ async def fork_session(
     record = await supervisor.create_session(
         source.repo_id,
         source.agent_id,
-        title if title is not None else source.title,
+        title if title is not None else fork_title(source.title),
         None,
         forked_from=(source.id, upto),
     )
     rows = [_copy_row(m, record.id, seq) for seq, m in enumerate(originals, start=1)]
     try:
-        # A fork inherits its parent's controls and client tools.
+        # A fork inherits its parent's controls and client tools; a title asked for is
+        # the user's.
+        title_source = "user" if title is not None else source.title_source
         copy = CopyMessages(
-            record.id, rows, source.controls, source.agent_config, source.client_tools
+            record.id,
+            rows,
+            source.controls,
+            source.agent_config,
+            source.client_tools,
+            title_source,
         )
 
         # Through the writer's transaction queue, before anything else can write to

@@ -37,6 +37,7 @@ from server.sessions.live.controls_state import ControlsState
 from server.sessions.live.handshake import Restore, handshake
 from server.sessions.live.prompt_content import PromptContent
 from server.sessions.live.questions import Questions
+from server.sessions.live.queue import PromptQueue
 from server.sessions.live.staging import stage
 from server.sessions.live.translate import Translator
 from server.sessions.live.turn import Turn
@@ -105,6 +106,7 @@ class LiveSession:
             elicitation=True,
         )
         self.turns = Turns(self)
+        self.queue = PromptQueue(self)  # prompts waiting for the running turn
         self.questions = Questions(
             self.id,
             services.writer,
@@ -174,6 +176,7 @@ class LiveSession:
         resumed_from: str | None = None,
         parent_run_id: str | None = None,
         content: PromptContent | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Start a turn (see ``Turns.start``); its run id once stored."""
         return await self.turns.start(
@@ -183,6 +186,7 @@ class LiveSession:
             resumed_from=resumed_from,
             parent_run_id=parent_run_id,
             content=content,
+            run_id=run_id,
         )
 
     async def cancel_turn(self) -> None:

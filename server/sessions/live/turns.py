@@ -32,11 +32,17 @@ from server.sessions.users.actor import actor_ref
 from server.sessions.workspaces.service import checkpoint_turn
 from server.stream.writer import Draft
 from store import Run, utcnow
-from store.operations import CloseRun, KeepAttachments, OpenRun, WriteOp
+from store.operations import CloseRun, KeepAttachments, OpenRun, TitleFromPrompt, WriteOp
 
-__all__ = ["TurnHost", "Turns"]
+__all__ = ["EndOfTurn", "TurnHost", "Turns"]
 
 log = logging.getLogger("agent_sessions.session")
+
+
+class EndOfTurn(Protocol):
+    """Told when a run has ended and the session is free for the next turn."""
+
+    def turn_ended(self) -> None: ...
 
 
 class TurnHost(Protocol):
@@ -51,6 +57,7 @@ class TurnHost(Protocol):
     client: AcpClient
     questions: Questions
     client_tools: ClientToolHost  # its calls wait as questions do, and end with them
+    queue: EndOfTurn
     needs_context: bool
     cost_seen: float
 
@@ -81,15 +88,17 @@ class Turns:
         resumed_from: str | None = None,
         parent_run_id: str | None = None,
         content: PromptContent | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Store the user message and the run, then run the turn in the background.
         Returns the run id once both are committed. ``content``: a prompt of blocks
-        (images, files), already checked."""
+        (images, files), already checked. ``run_id``: a queued run's, whose row starts."""
         if self.current is not None:
             raise TurnInProgress("A turn is already running in this session.")
         if self._live.stopping or not self._live.running:
             raise SessionNotActive("The session is stopping.")
-        run_id = str(uuid.uuid4())
+        queued = run_id is not None
+        run_id = run_id or str(uuid.uuid4())
         self._live.translator.tools.clear()  # agents reuse tool call ids across turns
         self._live.translator.last_text = ""
         turn = self.current = Turn(
@@ -130,7 +139,7 @@ class Turns:
                 Draft("user", as_json(user), frame, run_id=run_id, step_number=step_base),
                 self._run_draft(turn, "running"),
             ]
-            ops: list[WriteOp] = [OpenRun(run)]
+            ops: list[WriteOp] = [OpenRun(run, queued), TitleFromPrompt(self._live.id, text)]
             if content:
                 ops.insert(0, KeepAttachments(content.attachments))
             await self._live.services.writer.submit(self._live.id, drafts, ops).wait()
@@ -229,6 +238,7 @@ class Turns:
             self.current = None
             turn.done.set()
             metrics.TURNS_RUNNING.dec()
+            self._live.queue.turn_ended()  # queued prompts (live/queue.py): the next starts
             log.info(
                 "run ended",
                 extra={"session_id": self._live.id, "run_id": turn.run_id, "status": status},

@@ -15,13 +15,14 @@ from server.sessions.supervision.status import status_draft
 from server.stream.writer import Draft, Writer
 from store import Database, utcnow
 from store import client_tools as call_store
+from store import glance as glance_store
 from store import messages as message_store
 from store import permissions as permission_store
 from store import runs as run_store
 from store import sessions as session_store
-from store.operations import DecidePermission, InterruptRun
+from store.operations import CancelQueued, DecidePermission, InterruptRun
 
-__all__ = ["recover_sessions"]
+__all__ = ["cancel_left_over", "recover_sessions"]
 
 log = logging.getLogger("agent_sessions.hub")
 
@@ -50,6 +51,7 @@ async def recover_sessions(
         pending = [p for p in pending if p.session_id in only]
         elicitations = [m for m in elicitations if m.session_id in only]
         calls = [m for m in calls if m.session_id in only]
+    await cancel_left_over(database, writer, only)  # queued prompts lived in a dead process
     async with database.read() as db:
         sessions = {
             sid: await session_store.get_session(db, sid)
@@ -113,3 +115,13 @@ async def recover_sessions(
                 "client_tool_calls": len(calls),
             },
         )
+
+
+async def cancel_left_over(database: Database, writer: Writer, only: set[str] | None) -> int:
+    """Runs left ``queued`` by a server that stopped (of the sessions ``only``, or all):
+    their prompts were only in its memory (live/queue.py). How many were ended."""
+    async with database.read() as db:
+        run_ids = await glance_store.queued_runs(db, sorted(only) if only is not None else None)
+    if run_ids:
+        await writer.submit(None, (), [CancelQueued(run_ids, utcnow())]).wait()
+    return len(run_ids)

@@ -15,6 +15,7 @@ from server.web.jsonresp import JSONResponse
 from server.web.openapi.paths_basic import BASIC
 from server.web.openapi.paths_client_tools import client_tool_paths
 from server.web.openapi.paths_controls import control_paths
+from server.web.openapi.paths_glance import glance_paths
 from server.web.openapi.paths_mcp import mcp_paths
 from server.web.openapi.paths_review import review_paths
 from server.web.openapi.paths_runs import RUNS
@@ -31,6 +32,7 @@ CATALOGUE.update(workspace_paths(CATALOGUE, SCHEMAS))  # API.md "Worktrees and c
 CATALOGUE.update(control_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls"
 CATALOGUE.update(mcp_paths(CATALOGUE, SCHEMAS))  # API.md "Agent controls", MCP servers
 CATALOGUE.update(client_tool_paths(CATALOGUE, SCHEMAS))  # API.md "Client tools"
+CATALOGUE.update(glance_paths(CATALOGUE, SCHEMAS))  # API.md "Finding and keeping sessions"
 CATALOGUE.update(review_paths(CATALOGUE, SCHEMAS))  # API.md "Review"
 
 

@@ -36,10 +36,12 @@ async def metrics_endpoint(request: Request) -> Response:
 
 async def list_agents(request: Request) -> Response:
     state = app_state(request)
+    known = await state.sessions.agent_controls()  # once an agent has started: its last controls
     sandbox = state.sessions.sandbox_view()  # the same wall for every agent; its hosts its own
-    return JSONResponse(
-        {"agents": [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]}
-    )
+    views = [{**a.view(), "sandbox": sandbox} for a in state.agents.values()]
+    for agent_id, view in zip(state.agents, views, strict=True):
+        view["controls"] = known.get(agent_id)
+    return JSONResponse({"agents": views})
 
 
 async def list_mcp_servers(request: Request) -> Response:

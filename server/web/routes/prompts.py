@@ -56,19 +56,29 @@ def read_prompt(body: JsonObject, limit: int) -> shapes.PromptBody:
     return decode(body, shapes.PromptBody, checks)
 
 
-async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> str:
-    """Check the prompt (``text`` and/or ``content``), start the turn; the run id."""
+async def submit_prompt(state: AppState, session_id: str, body: JsonObject) -> JsonObject:
+    """Check the prompt (``text`` and/or ``content``), start the turn, or with ``queue``
+    queue it behind the running one (sessions/live/queue.py); the 202 body."""
     settings = state.settings
     prompt = read_prompt(body, settings.max_prompt_bytes)
     text, content = prompt.text, prompt.content
-    if content is None:
+    blocks: list[JsonValue] | None = None
+    if content is not None:
+        blocks = [{"type": "text", "text": text}, *content] if text else [*content]
+        texts = sum(len(str(b.get("text", "")).encode()) for b in blocks if isinstance(b, dict))
+        if texts > settings.max_prompt_bytes:
+            raise ApiError.too_large("prompt", settings.max_prompt_bytes)
+    if prompt.queue:
+        run_id, position = await state.sessions.queue_prompt(session_id, text, blocks)
+        if position is not None:
+            return {"runId": run_id, "sessionId": session_id, "queued": True, "position": position}
+        return {"runId": run_id, "sessionId": session_id, "queued": False}
+    if blocks is not None:
+        run_id = await state.sessions.prompt_blocks(session_id, blocks)
+    else:
         assert text is not None
-        return await state.sessions.prompt(session_id, text)
-    blocks: list[JsonValue] = [{"type": "text", "text": text}, *content] if text else [*content]
-    texts = sum(len(str(b.get("text", "")).encode()) for b in blocks if isinstance(b, dict))
-    if texts > settings.max_prompt_bytes:
-        raise ApiError.too_large("prompt", settings.max_prompt_bytes)
-    return await state.sessions.prompt_blocks(session_id, blocks)
+        run_id = await state.sessions.prompt(session_id, text)
+    return {"runId": run_id, "sessionId": session_id}
 
 
 async def attachment(request: Request) -> Response:

@@ -9,29 +9,25 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server import shapes
-from server.sessions import MessageFilter, NewSession, SessionFilter, SessionRecord
+from server.sessions import MessageFilter, NewSession, SessionRecord
 from server.stream.frames import row_view
 from server.web.bodies import read_struct
 from server.web.jsonresp import JSONResponse
 from server.web.requests import (
-    check_uuid,
-    encode_cursor,
     query_bool,
     query_choice,
     query_int,
-    query_list,
     query_time,
     read_json,
     resource,
     session_id_param,
-    time_id_cursor,
     uuid_param,
 )
+from server.web.routes import glance
 from server.web.routes.controls import check_config
 from server.web.routes.prompts import submit_prompt
 from server.web.state import AppState, app_state
 from server.web.views import session_view
-from server.web.visibility import owner_filter
 
 STATUSES = shapes.SESSION_STATUSES
 ROLES = shapes.ROLES
@@ -76,41 +72,6 @@ async def create_session(request: Request) -> Response:
     return JSONResponse(await session_json(state, record), status_code=201)
 
 
-async def list_sessions(request: Request) -> Response:
-    state = app_state(request)
-    limit = query_int(request, "limit", 20, minimum=1, maximum=200)
-    offset = query_int(request, "offset", 0, minimum=0)
-    assert limit is not None and offset is not None
-    repo_id = request.query_params.get("repoId") or None
-    if repo_id:
-        repo_id = check_uuid(repo_id, "repoId")
-    where = SessionFilter(
-        repo_id=repo_id,
-        agent_id=request.query_params.get("agentId") or None,
-        statuses=query_list(request, "status", STATUSES),
-        **owner_filter(request.query_params.get("owner") or None),
-    )
-    before = time_id_cursor(request)
-    rows, total, repos = await state.sessions.listing.sessions(
-        where, limit=limit + 1, offset=offset, before=before
-    )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    sandbox = state.sessions.sandbox_view()
-    next_cursor = (
-        encode_cursor(rows[-1].created_at.isoformat(), rows[-1].id) if more and rows else None
-    )
-    return JSONResponse(
-        {
-            "sessions": [session_view(r, repos[r.repo_id], sandbox) for r in rows],
-            "total": total,
-            "limit": limit,
-            "offset": offset,
-            "nextCursor": next_cursor,
-        }
-    )
-
-
 async def get_session(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
@@ -125,8 +86,7 @@ async def prompt(request: Request) -> Response:
     session_id = session_id_param(request)
     await state.sessions.get(session_id)
     body = await read_json(request, state.settings.max_prompt_body_bytes)
-    run_id = await submit_prompt(state, session_id, body)
-    return JSONResponse({"runId": run_id, "sessionId": session_id}, status_code=202)
+    return JSONResponse(await submit_prompt(state, session_id, body), status_code=202)
 
 
 async def cancel(request: Request) -> Response:
@@ -143,6 +103,8 @@ async def complete(request: Request) -> Response:
 
 
 async def delete_session(request: Request) -> Response:
+    if query_bool(request, "purge"):  # API.md "Finding and keeping sessions"
+        return await glance.purge_session(request)
     state = app_state(request)
     record = await state.sessions.delete(session_id_param(request))
     return JSONResponse(await session_json(state, record))
@@ -198,8 +160,13 @@ async def answer_permission(request: Request) -> Response:
 
 
 routes = [
-    resource("/api/sessions", GET=list_sessions, POST=create_session),
-    resource("/api/sessions/{session_id}", GET=get_session, DELETE=delete_session),
+    resource("/api/sessions", GET=glance.list_sessions, POST=create_session),
+    resource(
+        "/api/sessions/{session_id}",
+        GET=get_session,
+        DELETE=delete_session,
+        PATCH=glance.patch_session,
+    ),
     Route("/api/sessions/{session_id}/prompt", prompt, methods=["POST"]),
     Route("/api/sessions/{session_id}/cancel", cancel, methods=["POST"]),
     Route("/api/sessions/{session_id}/complete", complete, methods=["POST"]),

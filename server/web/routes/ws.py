@@ -244,8 +244,9 @@ async def _command(state: AppState, session_id: str, data: str, websocket: WebSo
             credentials = forwarded_credentials(websocket, state.settings)
             return await _forward(state, owner, session_id, command, ref, credentials)
         if kind == "prompt":
-            run_id = await submit_prompt(state, session_id, command)
-            return ack_frame(ref, runId=run_id)
+            accepted = await submit_prompt(state, session_id, command)
+            accepted.pop("sessionId", None)
+            return ack_frame(ref, **accepted)
         if kind == "cancel":
             await state.sessions.cancel(session_id)
         elif kind == "permission":
@@ -269,7 +270,7 @@ async def _command(state: AppState, session_id: str, data: str, websocket: WebSo
 
 # Each command's REST twin: method, path under the session, and the fields of its body.
 _REST_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "prompt": ("POST", "prompt", ("text", "content")),
+    "prompt": ("POST", "prompt", ("text", "content", "queue")),
     "cancel": ("POST", "cancel", ()),
     "permission": ("POST", "permissions/{requestId}", ("optionId",)),
     "elicitation": ("POST", "elicitations/{requestId}", ("action", "content")),
@@ -312,7 +313,8 @@ async def _forward(
     if answer.status_code < 300:
         reply = ack_frame(ref)
         if kind == "prompt":
-            reply["runId"] = answer.json().get("runId")
+            accepted = answer.json()
+            reply.update((k, accepted[k]) for k in ("runId", "queued", "position") if k in accepted)
         return reply
     error = answer.json().get("error", {})
     return error_frame(ref, error.get("code"), error.get("message"))

@@ -8,6 +8,7 @@ import { SessionView } from "./session-view.js";
 import { markNav, pageRoute } from "./pages.js";
 import { revealRun } from "./errors.js";
 import { loadMe } from "./me.js";
+import { installShortcuts, revealSeq } from "./glance.js";
 
 const sidebarRoot = document.getElementById("sidebar");
 const mainRoot = document.getElementById("main");
@@ -33,12 +34,13 @@ function welcome() {
 }
 
 function route() {
-  const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36}))?$/.exec(location.hash);
+  const match = /^#\/s\/([0-9a-fA-F-]{36})(?:\/r\/([0-9a-fA-F-]{36})|\/m\/(\d+))?$/.exec(location.hash);
   const id = match ? match[1].toLowerCase() : null;
   markNav(location.hash);
   if (!id && pageRoute(location.hash, mainRoot, () => { if (view) view.destroy(); view = null; sidebar.setCurrent(null); })) return;
   if (view && view.sessionId === id) {
     if (match[2]) revealRun(mainRoot, match[2].toLowerCase());
+    if (match[3]) revealSeq(mainRoot, match[3]);  // a search hit
     return;
   }
   if (view) {
@@ -56,6 +58,7 @@ function route() {
     sidebar.setCurrent(id);
     root.querySelector(".session-title")?.focus({ preventScroll: true });
     if (match[2]) revealRun(root, match[2].toLowerCase());
+    if (match[3]) revealSeq(root, match[3]);  // a search hit
   } else {
     document.body.dataset.view = "home";
     document.title = "Agent Sessions";
@@ -68,4 +71,5 @@ window.addEventListener("hashchange", route);
 loadMe().catch(() => null).then(() => {
   route();
   sidebar.start();
+  installShortcuts({ sidebar, navigate });
 });

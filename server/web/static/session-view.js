@@ -10,6 +10,7 @@ import { personName } from "./me.js";
 import { describe, get, post, del } from "./api.js";
 import { ago, announce, clear, count, h, money, sessionTitle, when } from "./dom.js";
 import { Composer } from "./composer.js";
+import { QueueList } from "./glance.js";
 import { ControlsBar } from "./controls.js";
 import { Elicitations } from "./elicitation.js";
 import { ClientToolCalls } from "./client-tools.js";
@@ -126,6 +127,7 @@ export class SessionView {
     this.composer = new Composer(this.sessionId, /** @type {HTMLTextAreaElement} */ (this.input), this.composerError);
     this.elicitations = new Elicitations(this.permissionArea, wsSend);
     this.clientTools = new ClientToolCalls(this.permissionArea, wsSend, this.sessionId);
+    this.queue = new QueueList(this.sessionId);  // prompts waiting for the running turn
     this.form = h("form.composer", { onsubmit: (event) => { event.preventDefault(); this.send(); } },
       h("label.sr-only", { for: "prompt-input" }, "Message to the agent"),
       h("div.composer-box", {}, this.input,
@@ -134,7 +136,7 @@ export class SessionView {
         h("span#prompt-hint.hint", {}, "Enter sends · Shift+Enter for a new line · Esc stops the agent"),
         this.composerError));
     this.conversation = h("div.session-main", { id: `conversation-${this.sessionId}`, role: "tabpanel" },
-      this.log, this.working, this.permissionArea, this.form);
+      this.log, this.working, this.permissionArea, this.queue.element, this.form);
     this.changesUi = attachChanges(this);
     this.files = new FileBrowser(this.changesUi.filesPane, this.sessionId);
     clear(this.root,
@@ -184,6 +186,7 @@ export class SessionView {
     const content = message.content || {};
     if (content.type === "run") {
       this.seenRuns.add(content.runId);
+      this.queue.gone(content.runId);
       if (content.status === "running") {
         this.activeRun = content.runId;
         this.activeRunSeq = message.seq;
@@ -304,22 +307,24 @@ export class SessionView {
   renderComposer() {
     const active = this.session?.status === "active";
     const busy = this.turnRunning || Boolean(this.awaitingRun);
-    const usable = this.live && active && !busy;
+    // the box stays usable during a turn: what is sent then is queued (glance.js)
+    const usable = this.live && active && !this.awaitingRun;
     const focused = document.activeElement;
     const hadFocus = this.keepFocus && (!focused || focused === document.body || this.form.contains(focused));
     this.input.disabled = !usable;
     this.sendButton.disabled = !usable;
     this.composer.disabled = !usable;
+    this.sendButton.textContent = busy ? "Queue" : "Send";
     this.stopButton.hidden = !this.turnRunning || !active;
     this.stopButton.disabled = this.cancelling;
     this.stopButton.lastChild.textContent = this.cancelling ? "Stopping…" : "Stop";
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
       : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
-        : this.turnRunning ? (PHONE.matches ? "Agent is working…" : "The agent is working… (Esc or Stop to cancel)")
+        : this.turnRunning ? (PHONE.matches ? "Agent is working… type to queue" : "The agent is working… type the next prompt to queue it (Esc stops)")
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
-    if (hadFocus && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
+    if (hadFocus && focused !== this.input && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
       this.stopButton.focus({ preventScroll: true });
     } else if (hadFocus && usable) {
       this.input.focus({ preventScroll: true });
@@ -353,8 +358,12 @@ export class SessionView {
     this.awaitingRun = true;
     this.renderComposer();
     try {
-      const { runId } = await post(`/api/sessions/${this.sessionId}/prompt`, this.composer.body());
-      this.awaitingRun = this.seenRuns.has(runId) ? false : runId;
+      const body = this.composer.body();
+      const queued = this.turnRunning;
+      if (queued) body.queue = true;
+      const { runId, position } = await post(`/api/sessions/${this.sessionId}/prompt`, body);
+      if (position && !this.seenRuns.has(runId)) this.queue.add(runId, body.text || this.input.value);
+      this.awaitingRun = queued || this.seenRuns.has(runId) ? false : runId;
       this.input.value = "";
       this.composer.reset();
       this.autosize();
@@ -422,6 +431,7 @@ export class SessionView {
     error.textContent = "";
     try {
       await post(`/api/sessions/${this.sessionId}/permissions/${content.requestId}`, { optionId: option.optionId });
+      this.input.focus({ preventScroll: true });  // answered: back to the prompt box
     } catch (err) {
       if (err.code === "permission_already_decided" || err.code === "permission_not_found") {
         this.hidePermission(content.requestId);

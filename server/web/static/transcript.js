@@ -134,6 +134,7 @@ export class Transcript {
     } else {
       block.text = content.text || "";
       block.seq = message.seq;
+      block.node.dataset.seq = String(message.seq);  // a search hit opens here
       this.close(type);
       this.hooks.decorateFinal?.(block.node, message);
     }

@@ -3,7 +3,7 @@ index over its ``client_tool`` messages, so that start-up recovery finds the cal
 pending by a dead server without scanning the messages table
 
 Revision ID: 0012_client_tools
-Revises: 0009_session_merged
+Revises: 0011_sessions_search
 Create Date: 2026-11-28 14:30:00
 """
 
@@ -17,7 +17,7 @@ JSON_TYPE = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 CLIENT_TOOLS = sa.text("type = 'client_tool'")
 
 revision = "0012_client_tools"
-down_revision = "0010_users"
+down_revision = "0011_sessions_search"
 branch_labels = None
 depends_on = None
 
