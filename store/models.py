@@ -132,7 +132,7 @@ class SessionRecord(Base):
         Index("ix_sessions_created", "created_at", "id"),
         Index("ix_sessions_repo", "repo_id"),
         Index("ix_sessions_owner", "owner_id", "status"),
-        Index("ix_sessions_activity", "last_activity_at", "id"),  # sort=activity (0010)
+        Index("ix_sessions_activity", "last_activity_at", "id"),  # sort=activity (0011)
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -140,7 +140,7 @@ class SessionRecord(Base):
     agent_id: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16))
     title: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # user | agent | prompt; NULL with a title means the user's (sessions before 0010)
+    # user | agent | prompt; NULL with a title means the user's (sessions before 0011)
     title_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -116,6 +116,8 @@ OPERATIONS: dict[str, Rule] = {
     f"POST {S}/complete": DRIVE,
     f"GET {S}/messages": SEE,
     f"POST {S}/permissions/{{request_id}}": DRIVE,
+    f"PATCH {S}": DRIVE,
+    f"DELETE {S}/queue/{{run_id}}": DRIVE,
     f"GET {S}/client-tools": SEE,
     f"PUT {S}/client-tools": DRIVE,
     f"POST {S}/client-tools/{{call_id}}": DRIVE,
