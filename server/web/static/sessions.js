@@ -85,7 +85,7 @@ export class Sidebar {
       h("div.filters", {},
         h("label.sr-only", { for: "filter-repo" }, "Filter by repository"), this.filterRepo,
         h("label.sr-only", { for: "filter-status" }, "Filter by status"), this.filterStatus,
-        h("label.sr-only", { for: "filter-owner" }, "Mine or everyone's"), this.filterOwner),
+        h("label.sr-only", { for: "filter-owner" }, "Mine or everyone's"), this.filterOwner,
         h("label.sr-only", { for: "filter-sort" }, "Order"), this.filterSort),
       h("div.field.check-field", {}, this.archivedInput, h("label", { for: "show-archived" }, "Show archived")),
       this.list, this.listStatus, this.moreButton);
