@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from server.app import create_app
 from server.settings import Settings, load_settings
 from store import Database, Repo, open_database, upgrade
 from store import repos as repo_store
-from tests.helpers import demo_command
+from tests.helpers import demo_command, wait_for
 
 # Starlette's TestClient sends ``Host: testserver``, which ALLOWED_HOSTS rightly refuses;
 # the tests' clients speak as a local browser does (``Host: localhost``), in one place.
@@ -259,18 +258,21 @@ def start_server(
             stdin=subprocess.DEVNULL,
         )
     server = LiveServer(process, port, full_env, log_path)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:  # polling a process we do not own; not a stand-in for an event
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
         try:
-            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
-                return server
+            return httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.05)  # polling a process we do not own; not a stand-in for an event
-    server.kill()
-    raise RuntimeError(f"server did not become ready:\n{server.log()}")
+            return False
+
+    try:
+        wait_for(ready, lambda: f"server did not become ready:\n{server.log()}", timeout)
+    except AssertionError:
+        server.kill()
+        raise
+    return server
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from server.app import create_app
 from server.logs import REQUEST_ID, JsonFormatter, TextFormatter, log_context, setup_logging
 from server.settings import Settings
 from tests.conftest import LiveServer
+from tests.helpers import wait_for
 
 REQUIRED = {"time", "level", "logger", "message"}
 
@@ -180,15 +180,15 @@ def run_one_turn(server: LiveServer) -> tuple[str, str]:
         run_id = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "hello"}).json()[
             "runId"
         ]
-        deadline = time.monotonic() + 30
-        while not any(
-            m["content"]["type"] == "run" and m["content"]["status"] != "running"
-            for m in http.get(
-                f"/api/sessions/{session_id}/messages", params={"type": "run"}
-            ).json()["messages"]
-        ):
-            assert time.monotonic() < deadline, "the run did not end"
-            time.sleep(0.02)  # polling the stored log of another process
+        wait_for(  # polling the stored log of another process
+            lambda: any(
+                m["content"]["type"] == "run" and m["content"]["status"] != "running"
+                for m in http.get(
+                    f"/api/sessions/{session_id}/messages", params={"type": "run"}
+                ).json()["messages"]
+            ),
+            "the run did not end",
+        )
         assert http.delete(f"/api/sessions/{session_id}").status_code == 200
     return session_id, run_id
 

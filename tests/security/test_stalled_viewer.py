@@ -9,12 +9,12 @@ import base64
 import contextlib
 import os
 import socket
-import time
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import LiveServer
+from tests.helpers import wait_for
 
 FRAME_LIMIT = 4096
 
@@ -63,18 +63,16 @@ def flood(http: httpx.Client, server: LiveServer) -> tuple[str, socket.socket]:
     sock = stalled_viewer(server, session_id)
     run = http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 3000 tool"})
     run_id = run.json()["runId"]
-    deadline = time.monotonic() + 60
-    while http.get(f"/api/agent-runs/{run_id}").json()["status"] == "running":
-        assert time.monotonic() < deadline, "the flood did not end"
-        time.sleep(0.05)
+    wait_for(
+        lambda: http.get(f"/api/agent-runs/{run_id}").json()["status"] != "running",
+        "the flood did not end",
+        timeout=60,
+    )
     return session_id, sock
 
 
 def wait_for_no_viewer(server: LiveServer) -> None:
-    deadline = time.monotonic() + 30
-    while viewers(server) != 0:
-        assert time.monotonic() < deadline, "the stalled viewer was never let go"
-        time.sleep(0.05)
+    wait_for(lambda: viewers(server) == 0, "the stalled viewer was never let go")
 
 
 def assert_cut_off(sock: socket.socket) -> None:
