@@ -370,6 +370,7 @@ async def test_initialize_shape_and_plain_errors(workspace: Path) -> None:
             "agentCapabilities": {
                 "loadSession": False,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": True, "sse": False},  # it calls client tools
             },
             "authMethods": [],
             "agentInfo": {"name": "demo-agent", "version": "1.0.0"},

@@ -79,7 +79,7 @@ def test_search_leaves_out_streamed_chunks(client: TestClient, demo_repo_id: str
     session = create_session(client, demo_repo_id)
     finish(client, session["id"], "zanzibar")
     sid = session["id"]
-    db = client.app.state.agent_sessions.db  # type: ignore[attr-defined]
+    db = client.app.state.agent_sessions.sessions.services.db  # type: ignore[attr-defined]
     rows = client.portal.call(_indexed_rows, db, sid)  # type: ignore[union-attr]
     finals = [
         m
@@ -224,7 +224,7 @@ def test_the_list_reads_usage_in_one_query(client: TestClient, demo_repo_id: str
 
     for _ in range(5):
         finish(client, create_session(client, demo_repo_id)["id"], "hello")
-    engine = client.app.state.agent_sessions.db.reader_engine.sync_engine  # type: ignore[attr-defined]
+    engine = client.app.state.agent_sessions.sessions.services.db.reader_engine.sync_engine  # type: ignore[attr-defined]
     counted: list[str] = []
 
     def count(*args: Any) -> None:
@@ -333,7 +333,7 @@ def test_purge_removes_everything(
     assert not worktree.exists()
     has_branch = bool(_git(repo, "branch", "--list", branch).strip())
     assert has_branch is keep_branch
-    db = client.app.state.agent_sessions.db  # type: ignore[attr-defined]
+    db = client.app.state.agent_sessions.sessions.services.db  # type: ignore[attr-defined]
     assert client.portal.call(_rows_of, db, sid) == 0  # type: ignore[union-attr]
     assert_error(client.delete(f"/api/sessions/{sid}?purge=true"), 404, "session_not_found")
 
@@ -475,9 +475,10 @@ def test_agents_carry_their_last_controls(client: TestClient, demo_repo_id: str)
 def test_more_refusals(client: TestClient, demo_repo_id: str) -> None:
     session = create_session(client, demo_repo_id)
     sid = session["id"]
-    # no users on this server: visibility cannot take effect
-    assert_error(
-        client.patch(f"/api/sessions/{sid}", json={"visibility": "private"}), 409, "not_supported"
+    # visibility can be set (API.md "Users and access"); a session's owner and admins see it
+    assert (
+        client.patch(f"/api/sessions/{sid}", json={"visibility": "private"}).json()["visibility"]
+        == "private"
     )
     missing = "00000000-0000-4000-8000-000000000000"
     assert_error(

@@ -22,9 +22,13 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ALTER TABLE, never a batch copy of ``sessions``: on SQLite a copy drops the old
+# table, which (foreign keys on) deletes every session's messages and runs by cascade and
+# drops the search triggers that 0011 put on it.
+
+
 def upgrade() -> None:
-    with op.batch_alter_table("sessions") as batch:
-        batch.add_column(sa.Column("client_tools", JSON_TYPE, nullable=True))
+    op.add_column("sessions", sa.Column("client_tools", JSON_TYPE, nullable=True))
     op.create_index(
         "ix_messages_client_tool",
         "messages",
@@ -36,5 +40,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_messages_client_tool", table_name="messages")
-    with op.batch_alter_table("sessions") as batch:
-        batch.drop_column("client_tools")
+    op.drop_column("sessions", "client_tools")
