@@ -33,6 +33,8 @@ from tests.security.support import (
 
 TOKEN = "s3cret-token-0123456789"
 OPEN = {"/healthz", "/readyz", "/openapi.json", "/", "/{name}", "/api/login", "/api/logout"}
+# Opened only by the secret made for one agent process: every person's token gets 401.
+AGENT_ONLY = {"/mcp/sessions/{session_id}"}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,9 @@ def test_every_route_is_in_the_matrix() -> None:
         "/ws/sessions/{session_id}",
     } <= templates
     # A route outside /api, /ws and /metrics is open only if it is listed in OPEN on purpose.
-    unclassified = {t for t in templates - OPEN if not t.startswith(("/api/", "/ws/", "/metrics"))}
+    unclassified = {
+        t for t in templates - OPEN - AGENT_ONLY if not t.startswith(("/api/", "/ws/", "/metrics"))
+    }
     assert unclassified == set(), "decide whether these need the token"
 
 
@@ -76,6 +80,10 @@ def test_every_route_is_in_the_matrix() -> None:
 @pytest.mark.parametrize("op", OPERATIONS, ids=str)
 def test_token_matrix(client: TestClient, op: Operation, auth: str) -> None:
     headers = AUTH[auth]
+    if op.template in AGENT_ONLY:
+        response = client.request(op.method, op.path(), headers=headers)
+        assert response.status_code == 401, response.text  # no person's token opens it
+        return
     needs_token = op.template not in OPEN
     refused = needs_token and auth != "right"
     if op.method == WS:

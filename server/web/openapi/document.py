@@ -64,7 +64,7 @@ def document(routes: Iterable[BaseRoute]) -> Schema:
     for (method, path), operation in CATALOGUE.items():
         if (method, shape(path)) in here:
             rule = rules.get((method, shape(path)))
-            paths.setdefault(path, {})[method.lower()] = with_access(operation, rule)
+            paths.setdefault(path, {})[method.lower()] = with_access(operation, rule, path)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -109,6 +109,12 @@ SECURITY_SCHEMES: Schema = {
         "description": "A signing-in proxy: AUTH_PROXY_HEADER names the user, believed only "
         "with this header equal to AUTH_PROXY_SECRET.",
     },
+    "agentSecret": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The secret made for one agent process (client tools' MCP server); "
+        "no person's token opens it.",
+    },
 }
 SIGNED_IN: list[Schema] = [{"bearer": []}, {"cookie": []}, {"proxy": []}]
 
@@ -122,7 +128,7 @@ def access_rules() -> dict[tuple[str, str], Rule]:
     return found
 
 
-def with_access(operation: Schema, rule: Rule | None) -> Schema:
+def with_access(operation: Schema, rule: Rule | None, path: str) -> Schema:
     """The operation with its role (``x-role``, ``x-scope``, said in the description too)
     and its security: none for open operations."""
     if rule is None:
@@ -136,7 +142,9 @@ def with_access(operation: Schema, rule: Rule | None) -> Schema:
     described["description"] = (
         f"{operation['description']}\n\n{note}" if operation.get("description") else note
     )
-    if rule.scope == "open":
+    if path.startswith("/mcp/"):
+        described["security"] = [{"agentSecret": []}]
+    elif rule.scope == "open":
         described["security"] = []
     elif operation.get("tags") == ["stream"]:
         described["security"] = [{"queryToken": []}, *SIGNED_IN]

@@ -321,7 +321,7 @@ export class SessionView {
     this.working.hidden = !(this.turnRunning && active);
     this.input.placeholder = !this.session ? "Connecting…"
       : !active ? `${ENDED[this.session.status] || "This session has ended"}; it takes no more prompts (fork it to go on).`
-        : this.turnRunning ? (PHONE.matches ? "Agent is working… type to queue" : "The agent is working… type the next prompt to queue it (Esc stops)")
+        : this.turnRunning ? (PHONE.matches ? "Working… type to queue" : "The agent is working… type the next prompt to queue it (Esc stops)")
           : "Ask the agent to do something";
     this.root.classList.toggle("turn-running", this.turnRunning);
     if (hadFocus && focused !== this.input && this.turnRunning && !this.stopButton.hidden && !this.stopButton.disabled) {
