@@ -40,6 +40,7 @@ __all__ = [
     "PromptCapabilities",
     "ReviewComment",
     "ReviewContent",
+    "ClientToolContent",
     "RunContent",
     "StatusContent",
     "TextContent",
@@ -148,6 +149,21 @@ class ReviewContent(TypedDict):
     path: str
     hunks: list[int] | None
     by: ChangedBy
+
+
+class ClientToolContent(TypedDict):
+    """``client_tool``: a call of a client tool (API.md "Client tools"); ``outcome`` None
+    while it waits, then ``answered``, ``timeout``, ``cancelled`` or ``server_restarted``
+    (with ``by`` once answered)."""
+
+    type: Literal["client_tool"]
+    callId: str
+    name: str
+    input: JsonValue
+    result: JsonValue
+    isError: bool
+    outcome: Literal["answered", "timeout", "cancelled", "server_restarted"] | None
+    by: NotRequired[JsonValue]
 
 
 class TextContent(TypedDict):
@@ -275,6 +291,7 @@ Content: TypeAlias = (
     | ControlsContent
     | ElicitationContent
     | ReviewContent
+    | ClientToolContent
     | UpdateContent
 )
 
