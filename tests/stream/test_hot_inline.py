@@ -165,7 +165,9 @@ async def test_the_wal_is_cut_back_when_a_checkpoint_lets_it_restart(
     late = batch(sqlite_store, 1)
     late.messages[:] = [replace(late.messages[0], id="late", seq=3001)]
     await hot.writer.commit(late, None)
-    assert wal.stat().st_size <= limit + 16 * 1024  # cut back, then the new commit's pages
+    # cut back, then the new commit's pages: its row, and the search index's pages that the
+    # full-text triggers write for a final text (tens of KB, not the flood's 4 x limit)
+    assert wal.stat().st_size <= 2 * limit
     assert count(hot.path) == 3001
 
 
