@@ -133,8 +133,9 @@ def _neighbour_key(page: Page, rows: Any, current: str) -> str:
     """Press j (or k on the last row) and check the session of the row next to
     ``current`` opens; the list is read just before (other tests' sessions move in it
     as their activity changes). Its id."""
-    # once each: in a full run a row was seen twice here (a list refresh racing the open
-    # session's own row update), which the lead's closing note asks someone to look at
+    # The list is refreshed as sessions change (the one just opened included): read it
+    # once it shows the current session's neighbours again.
+    expect(rows.nth(1)).to_be_attached()
     order = list(dict.fromkeys(rows.evaluate_all("rows => rows.map(r => r.dataset.id)")))
     at = order.index(current)
     key, other = ("j", order[at + 1]) if at + 1 < len(order) else ("k", order[at - 1])
