@@ -22,6 +22,7 @@ from store.models import (
     SessionRecord,
     ToolCall,
 )
+from store.sessions import SessionFilter, filtered
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -62,20 +63,15 @@ class Usage:
 
 
 def _filtered(query: Any, where: ListFilter) -> Any:
-    if where.repo_id:
-        query = query.where(SessionRecord.repo_id == where.repo_id)
-    if where.agent_id:
-        query = query.where(SessionRecord.agent_id == where.agent_id)
-    if where.statuses:
-        query = query.where(SessionRecord.status.in_(where.statuses))
+    """The session list's filters (store.sessions'), and whether archived ones count."""
+    query = filtered(
+        query,
+        SessionFilter(
+            where.repo_id, where.agent_id, where.statuses, where.owner_id, where.visible_to
+        ),
+    )
     if where.archived is not None:
         query = query.where(SessionRecord.archived.is_(where.archived))
-    if where.owner_id:
-        query = query.where(SessionRecord.owner_id == where.owner_id)
-    if where.visible_to is not None:
-        query = query.where(
-            (SessionRecord.visibility != "private") | (SessionRecord.owner_id == where.visible_to)
-        )
     return query
 
 

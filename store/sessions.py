@@ -16,6 +16,7 @@ __all__ = [
     "SessionFilter",
     "count_active_sessions",
     "delete_session",
+    "filtered",
     "get_session",
     "insert_session_within_limit",
     "list_sessions",
@@ -74,7 +75,7 @@ async def update_session(db: AsyncSession, session_id: str, **values: Any) -> No
     await db.execute(update(SessionRecord).where(SessionRecord.id == session_id).values(**values))
 
 
-def _filtered(query: Any, where: SessionFilter) -> Any:
+def filtered(query: Any, where: SessionFilter) -> Any:
     if where.repo_id:
         query = query.where(SessionRecord.repo_id == where.repo_id)
     if where.agent_id:
@@ -100,8 +101,8 @@ async def list_sessions(
 ) -> tuple[Sequence[SessionRecord], int]:
     """Newest first. ``before`` = (created_at, id) of the last row of the previous page."""
     count = select(func.count()).select_from(SessionRecord)
-    total = int((await db.execute(_filtered(count, where))).scalar_one())
-    query = _filtered(select(SessionRecord), where)
+    total = int((await db.execute(filtered(count, where))).scalar_one())
+    query = filtered(select(SessionRecord), where)
     if before is not None:
         created, ident = before
         query = query.where(  # the bound alone first: an index range (see runs.list_runs)
