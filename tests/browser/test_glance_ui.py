@@ -174,6 +174,7 @@ def test_keyboard_shortcuts_and_their_overlay(
     expect(rows.first).to_be_attached()
     order = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
     assert {first, second} <= set(order)
+    page.goto(f"{module_server.url}/#/s/{second}")  # the session to step from, opened
     _opened(page, second)
     page.locator("body").click()
     assert _neighbour_key(page, rows, second) != second
