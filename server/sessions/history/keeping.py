@@ -12,8 +12,7 @@ from pathlib import Path
 from server.sessions.errors import Conflict
 from server.sessions.records import get_record
 from server.sessions.services import Services
-from server.sessions.workspaces import worktrees
-from server.sessions.workspaces.git import run_git
+from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.service import in_thread, session_lock
 from store import SessionRecord
 from store import repos as repo_store
@@ -72,21 +71,8 @@ def _remove_git(repo: Path, record: SessionRecord, keep_branch: bool) -> Purged:
         worktrees.remove_worktree(repo, Path(record.workspace_path or ""), branch)
     if not (repo / ".git").exists():
         return Purged(worktree, 0, branch)
-    refs = run_git(
-        repo,
-        "for-each-ref",
-        "--format=%(refname)",
-        f"refs/agent-sessions/{record.id}/",
-        check=False,
-    ).text.split()
-    if refs:
-        run_git(
-            repo,
-            "update-ref",
-            "--stdin",
-            input_bytes="".join(f"delete {ref}\n" for ref in refs).encode(),
-        )
-    return Purged(worktree, len(refs), branch)
+    refs = checkpoints.delete_refs(repo, record.id)
+    return Purged(worktree, refs, branch)
 
 
 async def purge_session(services: Services, session_id: str, *, keep_branch: bool) -> None:

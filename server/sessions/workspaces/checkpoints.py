@@ -24,6 +24,7 @@ from pathlib import Path
 from server.sessions.workspaces.git import GitFailed, run_git
 
 __all__ = [
+    "delete_refs",
     "Author",
     "checkpoint",
     "checkpoint_ref",
@@ -150,3 +151,22 @@ def restore(path: Path, key: str, commit: str) -> None:
     snapshot(path, key)  # the private index now lists exactly today's files
     env = {"GIT_INDEX_FILE": str(private_index(path, key))}
     run_git(path, "read-tree", "--reset", "-u", commit, env=env)
+
+
+def delete_refs(repo: Path, session_id: str) -> int:
+    """Delete every checkpoint ref of a session (one ``update-ref --stdin``); how many."""
+    refs = run_git(
+        repo,
+        "for-each-ref",
+        "--format=%(refname)",
+        f"refs/agent-sessions/{session_id}/",
+        check=False,
+    ).text.split()
+    if refs:
+        run_git(
+            repo,
+            "update-ref",
+            "--stdin",
+            input_bytes="".join(f"delete {ref}\n" for ref in refs).encode(),
+        )
+    return len(refs)

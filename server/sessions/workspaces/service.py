@@ -339,20 +339,7 @@ def _remove_session_git(repo: Path, record: SessionRecord) -> None:
         return
     if record.isolation == "worktree" and record.workspace_path:
         worktrees.remove_worktree(repo, Path(record.workspace_path))
-    refs = run_git(
-        repo,
-        "for-each-ref",
-        "--format=%(refname)",
-        f"refs/agent-sessions/{record.id}/",
-        check=False,
-    ).text.split()
-    if refs:
-        run_git(
-            repo,
-            "update-ref",
-            "--stdin",
-            input_bytes="".join(f"delete {ref}\n" for ref in refs).encode(),
-        )
+    checkpoints.delete_refs(repo, record.id)
 
 
 async def remove_repo_worktrees(services: Services, repo_id: str, repo: Path) -> None:
