@@ -60,6 +60,40 @@ def test_an_administrators_malloc_variables_win() -> None:
     assert released > 30 * 1024 * 1024
 
 
+# Eight threads allocate at once, each holding its blocks until all have allocated (so
+# glibc would give each its own arena); malloc_stats() then lists the arenas on stderr.
+ARENAS = """
+import ctypes, sys, threading
+from server import malloc
+if sys.argv[1] == "tune":
+    malloc.tune()
+barrier = threading.Barrier(8)
+def work():
+    blocks = [bytes(8192) for _ in range(200)]
+    barrier.wait()
+    del blocks
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+def arenas(mode: str) -> int:
+    err = subprocess.run(
+        [sys.executable, "-c", ARENAS, mode], capture_output=True, text=True, check=True
+    ).stderr
+    return sum(1 for line in err.splitlines() if line.startswith("Arena "))
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's malloc")
+def test_arenas_are_capped() -> None:
+    assert arenas("tune") <= malloc.ARENAS
+    assert arenas("default") > malloc.ARENAS  # glibc alone makes one per busy thread
+
+
 def test_not_glibc_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "darwin")
     assert malloc.tune() is False
