@@ -1,11 +1,14 @@
-"""The only way out of a ``proxy`` sandbox: run first inside it as ``python -I -S
-egress_forwarder.py PORT SOCKET -- COMMAND...``, it listens on ``127.0.0.1:PORT`` of the
-sandbox's own network namespace, forks a relay that copies each connection to the
-server's egress proxy at the Unix socket ``SOCKET`` (bound in by bubblewrap), and
-becomes ``COMMAND`` (so the agent stays bubblewrap's child and keeps its pipes).
+"""The only ways out of a sandbox with its own network: run first inside it as
+``python -I -S egress_forwarder.py PORT SOCKET [PORT SOCKET ...] -- COMMAND...``, it
+listens on ``127.0.0.1:PORT`` of the sandbox's own network namespace for each pair, forks
+a relay that copies each connection to the Unix socket ``SOCKET`` (bound in by
+bubblewrap), and becomes ``COMMAND`` (so the agent stays bubblewrap's child and keeps its
+pipes). The sockets are the server's: its egress proxy (``proxy``) and the session's
+client-tools MCP server (``none`` and ``proxy``).
 
-The relay knows nothing of HTTP: the proxy on the server's side reads the request,
-allows or refuses the host, and never looks inside TLS. It holds none of the agent's
+The relay knows nothing of HTTP: the server's side reads each request and decides (the
+proxy allows or refuses the host and never looks inside TLS; the MCP relay lets through
+only the session's own MCP path). It holds none of the agent's
 pipes, and it ends with the agent: bubblewrap's init (PID 1 of the sandbox) exits when
 the agent does, and the kernel then kills every process of the PID namespace.
 
@@ -65,21 +68,28 @@ def serve(listener: _socket.socket, path: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    port, path, command = int(argv[1]), argv[2], argv[4:]
-    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(64)
+    split = argv.index("--")
+    pairs, command = argv[1:split], argv[split + 1 :]
+    listeners: list[tuple[_socket.socket, str]] = []
+    for index in range(0, len(pairs) - 1, 2):
+        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", int(pairs[index])))
+        listener.listen(64)
+        listeners.append((listener, pairs[index + 1]))
     if os.fork() == 0:  # the relay; the parent becomes the command
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # never hold the agent's pipes open
             os.dup2(null, fd)
         os.close(null)
         try:
-            serve(listener, path)
+            for listener, path in listeners[1:]:
+                _thread.start_new_thread(serve, (listener, path))
+            serve(*listeners[0])
         finally:
             os._exit(0)
-    listener.close()
+    for listener, _ in listeners:
+        listener.close()
     try:
         os.execvp(command[0], command)  # noqa: S606 - the agent's own command
     except OSError as exc:

@@ -20,7 +20,11 @@ What the sandbox holds (docs/sandbox.md says why):
 - network ``open`` (the host's), ``none`` (a namespace with loopback only) or ``proxy``
   (the same, plus the server's egress proxy: its Unix socket bound in at ``PROXY_SOCKET``
   and ``agent_bridge.egress_forwarder`` started first, listening on the namespace's own
-  loopback at ``PROXY_PORT``).
+  loopback at ``PROXY_PORT``);
+- under ``none`` and ``proxy``, the session's client-tools MCP server: its Unix socket
+  (``mcp_socket``) bound in at ``MCP_SOCKET`` and the forwarder listening on the
+  namespace's loopback at ``mcp_port`` (the server's own port: the URL the agent is given,
+  ``http://127.0.0.1:PORT/mcp/sessions/<id>``, works unchanged inside).
 
 Binds are applied parents first (bubblewrap mounts in order: a later bind covers an
 earlier one), so ``write`` paths inside a ``read`` path stay writable and the reverse.
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 __all__ = [
+    "MCP_SOCKET",
     "NETWORKS",
     "PROXY_PORT",
     "PROXY_SOCKET",
@@ -53,6 +58,7 @@ Network = Literal["open", "none", "proxy"]
 NETWORKS: Final = ("open", "none", "proxy")
 PROXY_PORT: Final = 3128  # on the sandbox's own loopback: nobody else listens there
 PROXY_SOCKET: Final = "/run/agent-sessions/egress.sock"
+MCP_SOCKET: Final = "/run/agent-sessions/mcp.sock"
 FORWARDER: Final = str(Path(__file__).with_name("egress_forwarder.py"))
 SYSTEM_DIRS: Final = ("/usr", "/etc")
 SYSTEM_LINKS: Final = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -87,6 +93,10 @@ class SandboxPolicy:
     mounts: tuple[tuple[Path, Path, bool], ...] = ()  # (source, target, writable)
     network: Network = "open"
     proxy_socket: Path | None = None  # the server's end, bound in at PROXY_SOCKET
+    # the session's MCP relay (server's end, bound in at MCP_SOCKET) and the loopback port
+    # the agent reaches it at; only under a network of its own (``none``, ``proxy``)
+    mcp_socket: Path | None = None
+    mcp_port: int = 0
     bwrap: str = "bwrap"
     python: str = field(default=sys.executable)  # runs the forwarder (``proxy``)
 
@@ -95,6 +105,8 @@ class SandboxPolicy:
             raise ValueError(f"unknown network {self.network!r}")
         if self.network == "proxy" and self.proxy_socket is None:
             raise ValueError("network proxy needs the proxy's socket")
+        if self.mcp_socket is not None and not 0 < self.mcp_port < 65536:
+            raise ValueError("an MCP socket needs its port")
 
 
 def _system(exists: Mapping[str, str | None]) -> list[str]:
@@ -194,20 +206,18 @@ def bwrap_argv(
     args += _resolver(layout)
     args += _binds(policy)
     args += _masks(host_secrets() if secrets is None else secrets)
-    command = list(argv)
+    relays: list[str] = []  # the forwarder's PORT SOCKET pairs
     if policy.network == "proxy":
         assert policy.proxy_socket is not None
         args += ["--ro-bind", str(policy.proxy_socket), PROXY_SOCKET]
-        command = [
-            policy.python,
-            "-I",
-            "-S",
-            FORWARDER,
-            str(PROXY_PORT),
-            PROXY_SOCKET,
-            "--",
-            *command,
-        ]
+        relays += [str(PROXY_PORT), PROXY_SOCKET]
+    if policy.network != "open" and policy.mcp_socket is not None:
+        if policy.mcp_port != PROXY_PORT or policy.network != "proxy":
+            args += ["--ro-bind", str(policy.mcp_socket), MCP_SOCKET]
+            relays += [str(policy.mcp_port), MCP_SOCKET]
+    command = list(argv)
+    if relays:
+        command = [policy.python, "-I", "-S", FORWARDER, *relays, "--", *command]
     args += ["--chdir", str(cwd or policy.workspace), "--", *command]
     return args
 
@@ -235,7 +245,9 @@ def proxy_environment() -> dict[str, str]:
         "https_proxy": url,
         "http_proxy": url,
         "ALL_PROXY": url,
-        "NO_PROXY": "",
+        # the sandbox's own loopback: the client-tools MCP server's forwarder listens there
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
         "NODE_USE_ENV_PROXY": "1",  # Node's own fetch honours the variables only so
     }
 

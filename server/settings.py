@@ -379,6 +379,14 @@ class Settings:
                 names.add(node_host.lower())
         return frozenset(names)
 
+    def own_address(self) -> str:
+        """Where a process of this machine reaches this server: the listen address, or
+        loopback for a wildcard or ``localhost`` (``::1`` when it listens on IPv6 only)."""
+        host = self.host.strip("[]")
+        if host in ("", "0.0.0.0", "localhost"):  # noqa: S104 - reading the listen address
+            return "127.0.0.1"
+        return "::1" if host == "::" else host
+
     def check_listen_address(self) -> None:
         """Without a token, only a loopback address is allowed."""
         if self.api_token:

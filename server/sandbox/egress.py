@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -24,7 +24,7 @@ from anyio.abc import ByteStream, SocketStream, TaskGroup, TaskStatus
 
 from server import metrics
 
-__all__ = ["EgressProxy", "host_allowed"]
+__all__ = ["EgressProxy", "host_allowed", "mcp_head"]
 
 log = logging.getLogger("agent_sessions.security")
 
@@ -32,6 +32,7 @@ MAX_HEAD = 16 * 1024
 CONNECT_TIMEOUT = 10.0
 HEAD_TIMEOUT = 30.0
 CHUNK = 65536
+MCP_METHODS = ("GET", "POST", "DELETE")  # streamable HTTP's
 
 
 def host_allowed(host: str, patterns: Iterable[str]) -> bool:
@@ -112,11 +113,12 @@ class _Session:
 
 
 class EgressProxy:
-    """The proxy's sockets, one per session, served in ``run``'s task group."""
+    """The sandboxes' sockets, served in ``run``'s task group: per session its egress
+    proxy (``open``) and its client-tools MCP relay (``open_mcp``)."""
 
     def __init__(self) -> None:
         self._tg: TaskGroup | None = None
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[tuple[str, str], _Session] = {}  # (kind, session id)
         self._directory: Path | None = None
         self._count = 0
 
@@ -130,46 +132,71 @@ class EgressProxy:
                 await anyio.sleep_forever()
         finally:
             self._tg = None
-            for session in list(self._sessions.values()):
-                self.close(session.session_id)
+            for kind, session_id in list(self._sessions):
+                self._close(kind, session_id)
             with contextlib.suppress(OSError):
                 self._directory.rmdir()
 
     async def open(self, session_id: str, agent_id: str, allowed: tuple[str, ...]) -> Path:
-        """Start the session's socket; its path (to bind into the sandbox)."""
+        """Start the session's egress socket; its path (to bind into the sandbox)."""
+        return await self._open("egress", session_id, agent_id, allowed, self._handle)
+
+    async def open_mcp(self, session_id: str, agent_id: str, host: str, port: int) -> Path:
+        """Start the session's MCP relay socket: each connection carries one request for
+        ``/mcp/sessions/<session_id>`` to this server at ``host:port``; nothing else."""
+
+        async def handle(session: _Session, client: SocketStream) -> None:
+            await relay_mcp(session, client, host, port)
+
+        return await self._open("mcp", session_id, agent_id, (), handle)
+
+    async def _open(
+        self,
+        kind: str,
+        session_id: str,
+        agent_id: str,
+        allowed: tuple[str, ...],
+        handle: Callable[[_Session, SocketStream], Awaitable[None]],
+    ) -> Path:
         if self._tg is None or self._directory is None:
             raise RuntimeError("the egress proxy is not running")
-        self.close(session_id)
+        self._close(kind, session_id)
         self._count += 1
         path = self._directory / f"{self._count}.sock"
         listener = await anyio.create_unix_listener(path)
         os.chmod(path, 0o600)
         session = _Session(session_id, agent_id, allowed, path)
-        self._sessions[session_id] = session
-        self._tg.start_soon(self._serve, session, listener)
+        self._sessions[kind, session_id] = session
+        self._tg.start_soon(self._serve, session, listener, handle)
         return path
 
     def close(self, session_id: str) -> None:
-        session = self._sessions.pop(session_id, None)
+        """End the session's sockets (its agent is gone)."""
+        for kind in ("egress", "mcp"):
+            self._close(kind, session_id)
+
+    def _close(self, kind: str, session_id: str) -> None:
+        session = self._sessions.pop((kind, session_id), None)
         if session is not None:
             session.scope.cancel()
             with contextlib.suppress(OSError):
                 session.path.unlink()
 
-    async def _serve(self, session: _Session, listener: anyio.abc.Listener[SocketStream]) -> None:
+    async def _serve(
+        self,
+        session: _Session,
+        listener: anyio.abc.Listener[SocketStream],
+        handle: Callable[[_Session, SocketStream], Awaitable[None]],
+    ) -> None:
         with session.scope:
             async with listener, anyio.create_task_group() as tg:
-                await listener.serve(lambda client: self._handle(session, client), tg)
+                await listener.serve(lambda client: handle(session, client), tg)
 
     async def _handle(self, session: _Session, client: SocketStream) -> None:
         async with client:
-            head = b""
-            with anyio.move_on_after(HEAD_TIMEOUT):
-                while b"\r\n\r\n" not in head and len(head) < MAX_HEAD:
-                    try:
-                        head += await client.receive(CHUNK)
-                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                        return
+            head = await _read_head(client)
+            if head is None:
+                return
             end = head.find(b"\r\n\r\n")
             parsed = parse_head(head[: end + 4]) if end >= 0 else None
             if parsed is None:
@@ -208,6 +235,72 @@ class EgressProxy:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_copy, upstream, client)
                     await _copy(client, upstream)
+
+
+async def _read_head(client: SocketStream) -> bytes | None:
+    """What came before the end of the request head (and maybe after it); None when the
+    client went away first."""
+    head = b""
+    with anyio.move_on_after(HEAD_TIMEOUT):
+        while b"\r\n\r\n" not in head and len(head) < MAX_HEAD:
+            try:
+                head += await client.receive(CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                return None
+    return head
+
+
+def mcp_head(head: bytes, session_id: str) -> bytes | None:
+    """The head of a request for the session's own MCP path, with ``Connection: close``
+    (so the next request comes on a new connection, checked again); None for anything
+    else (another path, another session's, a method MCP does not use)."""
+    line, sep, rest = head.partition(b"\r\n")
+    parts = line.decode("latin-1").split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        return None
+    method, target, _ = parts
+    path = target.partition("?")[0]
+    if method not in MCP_METHODS or path != f"/mcp/sessions/{session_id}":
+        return None
+    fields = [
+        f
+        for f in rest.split(b"\r\n")
+        if f and f.split(b":", 1)[0].strip().lower() not in (b"connection", b"keep-alive")
+    ]
+    return b"\r\n".join([line, *fields, b"Connection: close"]) + sep + b"\r\n"
+
+
+async def relay_mcp(session: _Session, client: SocketStream, host: str, port: int) -> None:
+    """One request of the sandboxed agent's MCP client, carried to this server's own port
+    when it is for its session's MCP path; anything else is refused with 403 and logged."""
+    async with client:
+        head = await _read_head(client)
+        if head is None:
+            return
+        end = head.find(b"\r\n\r\n")
+        upstream_head = mcp_head(head[: end + 2], session.session_id) if end >= 0 else None
+        if upstream_head is None:
+            log.warning(
+                "mcp relay refused a request",
+                extra={
+                    "event": "mcp_relay_refused",
+                    "session_id": session.session_id,
+                    "agent_id": session.agent_id,
+                },
+            )
+            await _answer(client, 403, "Forbidden")
+            return
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT):
+                upstream = await anyio.connect_tcp(host, port)
+        except (OSError, TimeoutError):
+            await _answer(client, 502, "Bad Gateway")
+            return
+        async with upstream:
+            await upstream.send(upstream_head + head[end + 4 :])
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_copy, upstream, client)
+                await _copy(client, upstream)
 
 
 async def _answer(client: SocketStream, status: int, reason: str) -> None:

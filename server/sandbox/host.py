@@ -15,6 +15,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ class SandboxHost:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Probe (off the event loop), then serve the egress proxy until cancelled."""
         await anyio.to_thread.run_sync(self.start)
-        if self.enabled and self.network == "proxy":
+        if self.enabled and self.network != "open":  # the sessions' sockets: proxy, MCP
             try:
                 await self.egress.run(task_status=task_status)
             finally:
@@ -192,6 +193,7 @@ class SandboxHost:
         return await self.egress.open(session_id, agent_id, self._allowed(agent_id))
 
     def close_egress(self, session_id: str) -> None:
+        """End the session's sockets (egress proxy, MCP relay): its agent is gone."""
         self.egress.close(session_id)
 
     async def wall(
@@ -201,14 +203,24 @@ class SandboxHost:
         workspace: Path,
         commands: Sequence[Sequence[str]],
         env: Mapping[str, str],
+        *,
+        client_tools: bool = False,
     ) -> SandboxPolicy | None:
-        """The session's policy, its egress socket opened under ``proxy`` (close it with
-        ``close_egress`` when its agent is gone); None without a sandbox."""
+        """The session's policy, its egress socket opened under ``proxy`` and, with
+        ``client_tools`` under ``none`` or ``proxy``, its MCP relay socket (close them
+        with ``close_egress`` when its agent is gone); None without a sandbox."""
         if not self.enabled:
             return None
-        socket = await self.open_egress(session_id, agent_id)
         try:
-            return self.policy(agent_id, workspace, commands, env, socket)
+            socket = await self.open_egress(session_id, agent_id)
+            policy = self.policy(agent_id, workspace, commands, env, socket)
+            if client_tools and policy is not None and self.network != "open":
+                port = self.settings.port
+                relay = await self.egress.open_mcp(
+                    session_id, agent_id, self.settings.own_address(), port
+                )
+                policy = replace(policy, mcp_socket=relay, mcp_port=port)
+            return policy
         except BaseException:
             self.close_egress(session_id)
             raise

@@ -42,9 +42,9 @@ class Node:
     root: Path  # the test's folder: the workspace root and the database are inside
     repo_id: str
 
-    def session(self) -> str:
+    def session(self, **body: Any) -> str:
         response = self.client.post(
-            "/api/sessions", json={"repoId": self.repo_id, "agentId": "shell"}
+            "/api/sessions", json={"repoId": self.repo_id, "agentId": "shell", **body}
         )
         assert response.status_code == 201, response.text
         return str(response.json()["id"])
@@ -70,9 +70,9 @@ class Node:
         code = int(head[3:]) if head.startswith("rc=") else None
         return code, output, end["content"]
 
-    def attempt(self, command: str) -> bool:
+    def attempt(self, command: str, **body: Any) -> bool:
         """Whether ``command`` succeeded (exit code 0) in a fresh session's agent."""
-        sid = self.session()
+        sid = self.session(**body)
         try:
             code, output, _ = self.run(sid, command)
         finally:
@@ -131,10 +131,11 @@ def sandboxed(node: Node) -> bool:
     return bool(node.client.get("/readyz").json()["sandbox"]["enabled"])
 
 
-def check(node: Node, command: str, landed: Path | None = None) -> None:
+def check(node: Node, command: str, landed: Path | None = None, **body: Any) -> None:
     """The escape fails inside the sandbox and succeeds without it (a write: ``landed``
-    is on the host's disk afterwards; inside the sandbox it may land in a private tmpfs)."""
-    succeeded = node.attempt(command)
+    is on the host's disk afterwards; inside the sandbox it may land in a private tmpfs).
+    ``body``: more of the session's create request."""
+    succeeded = node.attempt(command, **body)
     if landed is not None:
         succeeded = succeeded and landed.exists()
     if sandboxed(node):
@@ -229,6 +230,21 @@ def test_write_into_the_system(node: Node, folder: str) -> None:
 def test_reach_a_loopback_port_without_network(node: Node) -> None:
     port = node.server.port  # the server itself listens on loopback
     check(node, f"{PY} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)'")
+
+
+PICK = {"name": "pick", "inputSchema": {"type": "object"}}
+
+
+def test_reach_the_server_through_the_client_tools_relay(node: Node) -> None:
+    """A session with client tools has a forwarder at the server's own port inside its
+    sandbox (its MCP server's URL works unchanged): it carries the session's MCP path
+    and nothing else, so the rest of the server stays out of reach."""
+    port = node.server.port
+    url = f"http://127.0.0.1:{port}/healthz"
+    code = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
+    check(node, f"{PY} -c {shlex.quote(code)}", clientTools=[PICK])
+    if sandboxed(node):
+        assert "mcp_relay_refused" in node.server.log()
 
 
 def test_fork_past_the_process_limit(node: Node) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent_bridge.sandbox import (
+    MCP_SOCKET,
+    PROXY_PORT,
     PROXY_SOCKET,
     SandboxPolicy,
     bwrap_argv,
@@ -17,7 +19,7 @@ from agent_bridge.sandbox import (
     sandbox_environment,
 )
 from server.sandbox.config import parse_agent
-from server.sandbox.egress import host_allowed, parse_head
+from server.sandbox.egress import host_allowed, mcp_head, parse_head
 from server.sandbox.host import git_paths
 from server.settings import SettingsError, load_settings
 
@@ -77,6 +79,65 @@ def test_network_none_and_proxy() -> None:
     assert tail[-3:] == ["--", "a", "b"] and tail[3].endswith("egress_forwarder.py")
     with pytest.raises(ValueError, match="proxy"):
         SandboxPolicy(WS, HOME, network="proxy")
+
+
+def test_the_mcp_relay_is_a_second_forwarded_port_under_none_and_proxy() -> None:
+    mcp = Path("/tmp/egress/2.sock")
+    none = bwrap_argv(
+        SandboxPolicy(WS, HOME, network="none", mcp_socket=mcp, mcp_port=8000), ["a"], layout=LAYOUT
+    )
+    assert ("--ro-bind", str(mcp), MCP_SOCKET) in binds(none)
+    tail = none[none.index("--") + 1 :]
+    assert tail[3].endswith("egress_forwarder.py") and tail[4:] == ["8000", MCP_SOCKET, "--", "a"]
+    proxy = bwrap_argv(
+        SandboxPolicy(
+            WS,
+            HOME,
+            network="proxy",
+            proxy_socket=Path("/tmp/egress/1.sock"),
+            mcp_socket=mcp,
+            mcp_port=8000,
+        ),
+        ["a"],
+        layout=LAYOUT,
+    )
+    tail = proxy[proxy.index("--") + 1 :]
+    assert tail[4:] == [str(PROXY_PORT), PROXY_SOCKET, "8000", MCP_SOCKET, "--", "a"]
+    # the host's own network reaches the server directly: no forwarder, no socket
+    open_ = bwrap_argv(SandboxPolicy(WS, HOME, mcp_socket=mcp, mcp_port=8000), ["a"], layout=LAYOUT)
+    assert MCP_SOCKET not in open_ and open_[-2:] == ["--", "a"]
+    with pytest.raises(ValueError, match="port"):
+        SandboxPolicy(WS, HOME, network="none", mcp_socket=mcp)
+
+
+SID = "0b9c6c4e-61a4-4c55-9a0e-1d2f3a4b5c6d"
+
+
+def test_the_mcp_relay_lets_through_only_the_sessions_mcp_path() -> None:
+    head = (
+        f"POST /mcp/sessions/{SID} HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+        "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nAuthorization: Bearer s\r\n"
+    ).encode()
+    assert (
+        mcp_head(head, SID)
+        == (
+            f"POST /mcp/sessions/{SID} HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+            "Authorization: Bearer s\r\nConnection: close\r\n\r\n"
+        ).encode()
+    )
+    assert mcp_head(f"GET /mcp/sessions/{SID}?x=1 HTTP/1.1\r\n".encode(), SID) is not None
+    refused = [
+        f"POST /mcp/sessions/{SID}/../../api/sessions HTTP/1.1\r\n",
+        "POST /mcp/sessions/another HTTP/1.1\r\n",
+        "GET /api/sessions HTTP/1.1\r\n",
+        f"PUT /mcp/sessions/{SID} HTTP/1.1\r\n",
+        f"CONNECT /mcp/sessions/{SID} HTTP/1.1\r\n",
+        f"GET http://127.0.0.1:8000/mcp/sessions/{SID} HTTP/1.1\r\n",
+        f"GET /mcp/sessions/{SID} HTTP/2\r\n",
+        "garbage\r\n",
+    ]
+    for line in refused:
+        assert mcp_head(line.encode(), SID) is None, line
 
 
 def test_the_environment_is_a_fixed_list() -> None:

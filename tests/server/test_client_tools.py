@@ -9,6 +9,7 @@ server restarting mid-call."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 import uuid
@@ -429,6 +430,33 @@ async def test_a_call_is_answered_over_the_websocket_and_the_first_answer_wins(
         tool = [m for m in await stored(served, sid, type="tool") if m["runId"] == run_id][-1]
         assert tool["content"]["status"] == "completed"
         assert tool["content"]["result"]["structuredContent"] == answered["content"]["result"]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+@pytest.mark.parametrize("network", ["none", "proxy"])
+async def test_a_sandboxed_agent_with_no_network_calls_its_client_tools(
+    serve: Callable[..., Any], network: str
+) -> None:
+    """In a sandbox with a network of its own (loopback only) the agent's MCP client still
+    reaches the session's MCP server at the URL it was given: the sandbox's forwarder
+    listens at the server's port on the namespace's loopback and carries each request to
+    the session's MCP relay (docs/client-tools.md)."""
+    async with serve(AGENT_SANDBOX="on", AGENT_NETWORK=network) as served:
+        session = await new_session(served, clientTools=[PICK])
+        sid = session["id"]
+        assert session["sandbox"] == {"enabled": True, "network": network}
+        run_id = await start(served, sid, 'client-tool pick {"colour": "green"}')
+        asked = await wait_for(served, sid, client_tool(None))
+        call_id = asked["content"]["callId"]
+        answer = {"result": {"picked": "green"}}
+        response = await served.http.post(
+            f"/api/sessions/{sid}/client-tools/{call_id}", json=answer
+        )
+        assert response.status_code == 200, response.text
+        said = await reply(served, sid, run_id)
+        assert "pick answered" in said and "green" in said, said
+        host = served.state.sessions.registry[sid].client_tools
+        assert host.isolated and host.lists >= 1
 
 
 async def test_an_error_answer_over_rest_and_one_too_large(serve: Callable[..., Any]) -> None:

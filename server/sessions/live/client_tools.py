@@ -117,15 +117,13 @@ def tools_of(stored: JsonValue | None) -> list[JsonObject]:
     return [t for t in stored if isinstance(t, dict)] if isinstance(stored, list) else []
 
 
-def mcp_url(settings: Settings, session_id: str) -> str:
-    """Where the agent reaches the session's MCP server: this server's own port on
-    loopback (the agent runs on this machine; a sandbox with no network carries that
-    address into its namespace, docs/client-tools.md)."""
-    host = settings.host.strip("[]")
-    if host in ("", "0.0.0.0", "localhost"):  # noqa: S104 - reading the listen address
-        host = "127.0.0.1"
-    elif host == "::":
-        host = "::1"
+def mcp_url(settings: Settings, session_id: str, *, isolated: bool = False) -> str:
+    """Where the agent reaches the session's MCP server: this server's own address and
+    port (the agent runs on this machine). An agent with a network of its own
+    (``isolated``: a sandbox under ``AGENT_NETWORK=none`` or ``proxy``) reaches it at
+    ``127.0.0.1`` and the same port of its own loopback, where the sandbox's forwarder
+    carries it to the session's MCP relay (docs/client-tools.md)."""
+    host = "127.0.0.1" if isolated else settings.own_address()
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{settings.port}/mcp/sessions/{session_id}"
 
@@ -213,6 +211,7 @@ class ClientToolHost:
         # user's token, and worthless once the process is gone.
         self.secret = secrets.token_urlsafe(32)
         self.offered = False
+        self.isolated = False  # the agent has a network of its own (its sandbox's relay)
         self.mcp = McpSessions()
         self.calls: dict[str, PendingCall] = {}
         self.closed = False
@@ -241,7 +240,7 @@ class ClientToolHost:
             {
                 "type": "http",
                 "name": SERVER_NAME,
-                "url": mcp_url(self.settings, self.session_id),
+                "url": mcp_url(self.settings, self.session_id, isolated=self.isolated),
                 "headers": [{"name": "Authorization", "value": f"Bearer {self.secret}"}],
             },
         ]

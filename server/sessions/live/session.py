@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -215,9 +215,18 @@ class LiveSession:
         wall = (
             None
             if sandbox is None
-            else await sandbox.wall(self.id, self.agent_id, self.repo_path, [argv, *mcp], self.env)
+            else await sandbox.wall(
+                self.id,
+                self.agent_id,
+                self.repo_path,
+                [argv, *mcp],
+                self.env,
+                client_tools=bool(self.client_tools.tools),
+            )
         )
-        self.terminals.sandbox = wall
+        # its MCP relay is the agent's own (the terminals' commands get no listener for it)
+        self.terminals.sandbox = None if wall is None else replace(wall, mcp_socket=None)
+        self.client_tools.isolated = wall is not None and wall.mcp_socket is not None
         spec = ProcessSpec(
             argv=argv,
             cwd=self.repo_path,
