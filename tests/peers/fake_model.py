@@ -19,8 +19,10 @@ back: ``issued`` (the tool calls sent) against ``answered()`` (the results that 
 
 The script is generic: ``call(NAME, ARGS)`` makes the agent call any tool it offered, its
 own (``Write``, ``run_shell_command``, ``exec_command``) or a client tool served over MCP
-(claude names it ``mcp__<server>__NAME``; ``offered_tools()`` lists the names an agent
-really offered, so a test need not guess another agent's spelling). ``model.script`` can
+(claude names it ``mcp__<server>__NAME``; codex offers an MCP server's tools in a Responses
+``namespace`` tool, listed here as ``NAMESPACE.NAME`` and called with the item's
+``namespace`` field; ``offered_tools()`` lists the names an agent really offered, so a
+test need not guess another agent's spelling). ``model.script`` can
 be set after the server started, e.g. once the session's workspace path is known.
 """
 
@@ -146,9 +148,11 @@ class FakeModel:
         if not mains:
             return []
         tools = mains[-1].body.get("tools", [])
-        names = [t.get("name") for t in tools]  # Anthropic, OpenAI
+        names = [t.get("name") for t in tools if t.get("type") != "namespace"]  # Anthropic, OpenAI
         for tool in tools:  # Gemini: {"functionDeclarations": [...]}
             names += [d.get("name") for d in tool.get("functionDeclarations", [])]
+            if tool.get("type") == "namespace":  # codex: an MCP server's tools, OpenAI's kind
+                names += [f"{tool['name']}.{t.get('name')}" for t in tool.get("tools", [])]
         return [str(n) for n in names if n]
 
     def _issue(self, key: str) -> str:
@@ -280,14 +284,17 @@ class FakeModel:
         reply = self.reply_for(n) if main else say(SIDE_REPLY)
         rid = f"resp_{len(self.requests):04d}"
         if reply.tool is not None:
+            namespace, _, name = reply.tool.rpartition(".")
             item: dict[str, Any] = {
                 "type": "function_call",
                 "id": f"fc_{n:02d}",
                 "call_id": self._issue(f"call_{n:02d}"),
-                "name": reply.tool,
+                "name": name,
                 "arguments": json.dumps(reply.args),
                 "status": "completed",
             }
+            if namespace:  # a tool of a ``namespace`` tool (codex's MCP servers)
+                item["namespace"] = namespace
         else:
             item = {
                 "type": "message",

@@ -101,9 +101,11 @@ async def stored(served: Served, session_id: str, **params: Any) -> list[Json]:
     return list(response.json()["messages"])
 
 
-async def wait_for(served: Served, session_id: str, match: Callable[[Json], bool]) -> Json:
+async def wait_for(
+    served: Served, session_id: str, match: Callable[[Json], bool], timeout: float = WAIT
+) -> Json:
     """Poll the stored log (with a deadline) until a message matches."""
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(timeout):
         while True:
             for message in await stored(served, session_id):
                 if match(message):
@@ -141,8 +143,8 @@ async def start(served: Served, session_id: str, text: str) -> str:
     return str(response.json()["runId"])
 
 
-async def reply(served: Served, session_id: str, run_id: str) -> str:
-    await wait_for(served, session_id, run_end(run_id))
+async def reply(served: Served, session_id: str, run_id: str, timeout: float = WAIT) -> str:
+    await wait_for(served, session_id, run_end(run_id), timeout)
     return "".join(
         m["content"]["text"]
         for m in await stored(served, session_id, role="agent", partial="false")
@@ -371,14 +373,16 @@ async def test_a_changed_set_is_announced_on_the_event_stream(serve: Callable[..
 # -- calls -------------------------------------------------------------------------------
 
 
-async def receive(ws: ClientConnection) -> Json:
-    with anyio.fail_after(WAIT):
+async def receive(ws: ClientConnection, timeout: float = WAIT) -> Json:
+    with anyio.fail_after(timeout):
         return dict(json.loads(await ws.recv()))
 
 
-async def receive_until(ws: ClientConnection, match: Callable[[Json], bool]) -> Json:
+async def receive_until(
+    ws: ClientConnection, match: Callable[[Json], bool], timeout: float = WAIT
+) -> Json:
     while True:
-        frame = await receive(ws)
+        frame = await receive(ws, timeout)
         if match(frame):
             return frame
 
