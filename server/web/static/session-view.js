@@ -67,6 +67,7 @@ export class SessionView {
     });
     document.addEventListener("keydown", this.onKey);
     document.addEventListener("focusin", this.onFocus);
+    document.addEventListener("pointerdown", this.onFocus);
     this.ageTimer = setInterval(() => this.renderAges(), 30_000);
     this.stream.start();
   }
@@ -78,10 +79,13 @@ export class SessionView {
     clearTimeout(this.downTimer);
     document.removeEventListener("keydown", this.onKey);
     document.removeEventListener("focusin", this.onFocus);
+    document.removeEventListener("pointerdown", this.onFocus);
   }
 
   /** Keep the keyboard in the prompt box (or on Stop) across a turn, while the person
-   * has not gone elsewhere: a disabled box drops its focus to <body>. */
+   * has not gone elsewhere: a disabled box drops its focus to <body>. A click outside
+   * the box counts as going elsewhere even where nothing takes the focus (the page's
+   * background: no focusin), so a shortcut typed next is not sent into the box. */
   onFocus = (event) => {
     this.keepFocus = this.form.contains(event.target);
   };
