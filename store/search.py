@@ -118,18 +118,9 @@ def _where(where: SearchFilter, params: dict[str, Any]) -> str:
     return " AND ".join(clauses) or "1 = 1"
 
 
-# Titles first (bm25: lower is better), then the session's best message: SQLite's bare
-# columns next to min() come from the row that has it. bm25() cannot be an aggregate's
-# argument: the hits are materialized first.
-_SQLITE = """
-WITH hits AS MATERIALIZED (
-    SELECT session_id, seq, rowid AS rid, bm25(messages_fts) AS score
-    FROM messages_fts WHERE messages_fts MATCH :q ORDER BY rowid DESC LIMIT :candidates
-), best AS (
-    SELECT session_id, seq, rid, min(score) AS score FROM hits GROUP BY session_id
-), titled AS (
-    SELECT session_id, bm25(sessions_fts) AS score
-    FROM sessions_fts WHERE sessions_fts MATCH :q
+# Both engines' queries end alike: a session's best message hit and its title hit, one
+# row per session (the message's seq and rowid, both scores), joined to its row.
+_MERGED = """
 ), scored AS (
     SELECT session_id, seq, rid, score AS mscore, CAST(NULL AS DOUBLE PRECISION) AS tscore
     FROM best
@@ -146,6 +137,20 @@ SELECT {columns}
 FROM matched m JOIN sessions s ON s.id = m.session_id
 WHERE {where}
 """
+
+# Titles first (bm25: lower is better), then the session's best message: SQLite's bare
+# columns next to min() come from the row that has it. bm25() cannot be an aggregate's
+# argument: the hits are materialized first.
+_SQLITE = """
+WITH hits AS MATERIALIZED (
+    SELECT session_id, seq, rowid AS rid, bm25(messages_fts) AS score
+    FROM messages_fts WHERE messages_fts MATCH :q ORDER BY rowid DESC LIMIT :candidates
+), best AS (
+    SELECT session_id, seq, rid, min(score) AS score FROM hits GROUP BY session_id
+), titled AS (
+    SELECT session_id, bm25(sessions_fts) AS score
+    FROM sessions_fts WHERE sessions_fts MATCH :q"""
+_SQLITE += _MERGED
 
 _PG = """
 WITH hits AS MATERIALIZED (
@@ -165,23 +170,8 @@ WITH hits AS MATERIALIZED (
                  to_tsquery('simple'::regconfig, :q)) AS score
     FROM sessions
     WHERE to_tsvector('simple'::regconfig, coalesce(title, ''))
-          @@ to_tsquery('simple'::regconfig, :q)
-), scored AS (
-    SELECT session_id, seq, rid, score AS mscore, CAST(NULL AS DOUBLE PRECISION) AS tscore
-    FROM best
-    UNION ALL
-    SELECT session_id, CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
-        CAST(NULL AS DOUBLE PRECISION), score
-    FROM titled
-), matched AS (
-    SELECT session_id, max(seq) AS seq, max(rid) AS rid, min(mscore) AS mscore,
-        min(tscore) AS tscore
-    FROM scored GROUP BY session_id
-)
-SELECT {columns}
-FROM matched m JOIN sessions s ON s.id = m.session_id
-WHERE {where}
-"""
+          @@ to_tsquery('simple'::regconfig, :q)"""
+_PG += _MERGED
 
 _ORDER = " ORDER BY (m.tscore IS NULL), m.tscore, m.mscore, s.id LIMIT :limit OFFSET :offset"
 

@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import ByteStream, SocketStream, TaskGroup, TaskStatus
@@ -33,6 +34,7 @@ CONNECT_TIMEOUT = 10.0
 HEAD_TIMEOUT = 30.0
 CHUNK = 65536
 MCP_METHODS = ("GET", "POST", "DELETE")  # streamable HTTP's
+ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
 
 def host_allowed(host: str, patterns: Iterable[str]) -> bool:
@@ -205,36 +207,13 @@ class EgressProxy:
             method, host, port, upstream_head = parsed
             if not host_allowed(host, session.allowed):
                 metrics.EGRESS_REFUSED.labels(agent=session.agent_id).inc()
-                log.warning(
-                    "egress refused: %s",
-                    host,
-                    extra={
-                        "event": "egress_refused",
-                        "host": host,
-                        "port": port,
-                        "session_id": session.session_id,
-                        "agent_id": session.agent_id,
-                    },
-                )
-                await _answer(client, 403, "Forbidden")
+                await _refuse(client, session, f"egress refused: {host}", host=host, port=port)
                 return
-            try:
-                with anyio.fail_after(CONNECT_TIMEOUT):
-                    upstream = await anyio.connect_tcp(host, port)
-            except (OSError, TimeoutError):
-                await _answer(client, 502, "Bad Gateway")
-                return
-            async with upstream:
-                rest = head[end + 4 :]
-                if method == "CONNECT":
-                    await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-                    if rest:
-                        await upstream.send(rest)
-                else:
-                    await upstream.send(upstream_head + rest)
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_copy, upstream, client)
-                    await _copy(client, upstream)
+            rest = head[end + 4 :]
+            if method == "CONNECT":
+                await _splice(client, host, port, rest, reply=ESTABLISHED)
+            else:
+                await _splice(client, host, port, upstream_head + rest)
 
 
 async def _read_head(client: SocketStream) -> bytes | None:
@@ -280,27 +259,39 @@ async def relay_mcp(session: _Session, client: SocketStream, host: str, port: in
         end = head.find(b"\r\n\r\n")
         upstream_head = mcp_head(head[: end + 2], session.session_id) if end >= 0 else None
         if upstream_head is None:
-            log.warning(
-                "mcp relay refused a request",
-                extra={
-                    "event": "mcp_relay_refused",
-                    "session_id": session.session_id,
-                    "agent_id": session.agent_id,
-                },
-            )
-            await _answer(client, 403, "Forbidden")
+            await _refuse(client, session, "mcp relay refused a request")
             return
-        try:
-            with anyio.fail_after(CONNECT_TIMEOUT):
-                upstream = await anyio.connect_tcp(host, port)
-        except (OSError, TimeoutError):
-            await _answer(client, 502, "Bad Gateway")
-            return
-        async with upstream:
-            await upstream.send(upstream_head + head[end + 4 :])
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_copy, upstream, client)
-                await _copy(client, upstream)
+        await _splice(client, host, port, upstream_head + head[end + 4 :])
+
+
+async def _refuse(client: SocketStream, session: _Session, message: str, **fields: Any) -> None:
+    """403, and a warning naming the session (``event``: what refused it)."""
+    event = "egress_refused" if "host" in fields else "mcp_relay_refused"
+    extra = {"event": event, **fields}
+    extra |= {"session_id": session.session_id, "agent_id": session.agent_id}
+    log.warning(message, extra=extra)
+    await _answer(client, 403, "Forbidden")
+
+
+async def _splice(
+    client: SocketStream, host: str, port: int, first: bytes, *, reply: bytes = b""
+) -> None:
+    """Connect to ``host:port`` (502 if that fails), send ``reply`` to the client and
+    ``first`` upstream, then copy both ways until both sides are done."""
+    try:
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            upstream = await anyio.connect_tcp(host, port)
+    except (OSError, TimeoutError):
+        await _answer(client, 502, "Bad Gateway")
+        return
+    async with upstream:
+        if reply:
+            await client.send(reply)
+        if first:
+            await upstream.send(first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_copy, upstream, client)
+            await _copy(client, upstream)
 
 
 async def _answer(client: SocketStream, status: int, reason: str) -> None:

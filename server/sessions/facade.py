@@ -205,7 +205,7 @@ class Sessions:
         """Start a turn (the agent started first if need be); the new run's id."""
         live = await self.supervisor.active_live(session_id)
         settings = self.services.settings
-        return await live.start_turn(
+        return await live.turns.start(
             text,
             max_steps=settings.agent_max_steps if max_steps is None else max_steps,
             step_base=step_base,

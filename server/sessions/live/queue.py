@@ -43,16 +43,6 @@ class QueueHost(Protocol):
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None: ...
 
-    async def start_turn(
-        self,
-        text: str,
-        *,
-        max_steps: int,
-        parent_run_id: str | None = None,
-        content: PromptContent | None = None,
-        run_id: str | None = None,
-    ) -> str: ...
-
 
 log = logging.getLogger("agent_sessions.queue")
 
@@ -164,7 +154,7 @@ class PromptQueue:
 
     async def _start(self, text: str, content: PromptContent | None, run_id: str | None) -> str:
         live = self.live
-        return await live.start_turn(
+        return await live.turns.start(
             text,
             max_steps=live.services.settings.agent_max_steps,
             parent_run_id=live.parent_run_id,

@@ -35,7 +35,6 @@ from server.sessions.live.client_tools import ClientToolHost, tools_of
 from server.sessions.live.controls import Controls
 from server.sessions.live.controls_state import ControlsState
 from server.sessions.live.handshake import Restore, handshake
-from server.sessions.live.prompt_content import PromptContent
 from server.sessions.live.questions import Questions
 from server.sessions.live.queue import PromptQueue
 from server.sessions.live.staging import stage
@@ -166,28 +165,6 @@ class LiveSession:
         if self._stop is None:
             self._stop = Stop(run_status)
             self._stop_requested.set()
-
-    async def start_turn(
-        self,
-        text: str,
-        *,
-        max_steps: int,
-        step_base: int = 0,
-        resumed_from: str | None = None,
-        parent_run_id: str | None = None,
-        content: PromptContent | None = None,
-        run_id: str | None = None,
-    ) -> str:
-        """Start a turn (see ``Turns.start``); its run id once stored."""
-        return await self.turns.start(
-            text,
-            max_steps=max_steps,
-            step_base=step_base,
-            resumed_from=resumed_from,
-            parent_run_id=parent_run_id,
-            content=content,
-            run_id=run_id,
-        )
 
     async def cancel_turn(self) -> None:
         await self.turns.cancel_current()

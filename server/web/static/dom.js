@@ -100,3 +100,23 @@ export function announce(text) {
   region.textContent = "";
   requestAnimationFrame(() => { region.textContent = text; });
 }
+
+/** Scroll to the first node of `root` matching `selector` once it is on screen (the
+ * session's messages may still be loading), and mark it `revealed`. */
+export function revealWhenShown(root, selector) {
+  const show = (node) => {
+    node.classList.add("revealed");
+    node.scrollIntoView({ block: "center" });
+  };
+  const found = root.querySelector(selector);
+  if (found) return show(found);
+  const watcher = new MutationObserver(() => {
+    const node = root.querySelector(selector);
+    if (node) {
+      watcher.disconnect();
+      show(node);
+    }
+  });
+  watcher.observe(root, { childList: true, subtree: true });
+  setTimeout(() => watcher.disconnect(), 15000);
+}

@@ -4,7 +4,7 @@
 // (#/s/<id>/r/<runId>: the session view scrolls to where that run ended and marks it).
 
 import { describe, get, query } from "./api.js";
-import { ago, clear, h, shortId, when } from "./dom.js";
+import { ago, clear, h, revealWhenShown, shortId, when } from "./dom.js";
 
 const SHOWN = 4; // the last messages shown before the error
 
@@ -71,20 +71,5 @@ export class ErrorsPage {
 
 /** Scroll the session view to where run `runId` ended once that is on screen; mark it. */
 export function revealRun(root, runId) {
-  const find = () => root.querySelector(`.run-marker[data-run-id="${CSS.escape(runId)}"]:not(.run-running)`);
-  const show = (node) => {
-    node.classList.add("revealed");
-    node.scrollIntoView({ block: "center" });
-  };
-  const found = find();
-  if (found) return show(found);
-  const watcher = new MutationObserver(() => {
-    const node = find();
-    if (node) {
-      watcher.disconnect();
-      show(node);
-    }
-  });
-  watcher.observe(root, { childList: true, subtree: true });
-  setTimeout(() => watcher.disconnect(), 15000);
+  revealWhenShown(root, `.run-marker[data-run-id="${CSS.escape(runId)}"]:not(.run-running)`);
 }

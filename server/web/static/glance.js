@@ -5,7 +5,7 @@
 // with their `?` overlay.
 
 import { api, del, describe } from "./api.js";
-import { clear, h } from "./dom.js";
+import { clear, h, revealWhenShown } from "./dom.js";
 
 // The snippet's highlight marks (store/search.py): U+E000 opens a match, U+E001 closes it.
 const OPEN = "\ue000";
@@ -37,22 +37,7 @@ export function usageText(session) {
 
 /** Scroll to message `seq` of the open session once it is on screen, and mark it. */
 export function revealSeq(root, seq) {
-  const find = () => root.querySelector(`.msg[data-seq="${Number(seq)}"]`);
-  const show = (node) => {
-    node.classList.add("revealed");
-    node.scrollIntoView({ block: "center" });
-  };
-  const found = find();
-  if (found) return show(found);
-  const watcher = new MutationObserver(() => {
-    const node = find();
-    if (node) {
-      watcher.disconnect();
-      show(node);
-    }
-  });
-  watcher.observe(root, { childList: true, subtree: true });
-  setTimeout(() => watcher.disconnect(), 15000);
+  revealWhenShown(root, `.msg[data-seq="${Number(seq)}"]`);
 }
 
 // -- dialogs -----------------------------------------------------------------------------
