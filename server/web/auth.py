@@ -132,15 +132,7 @@ class AuthMiddleware:
         address = client_address(scope)
         given = _bearer(conn, allow_query=websocket)
         if given is not None:
-            wait = state.signins.retry_after(address)
-            if wait is not None:
-                raise ApiError(
-                    429,
-                    "too_many_failures",
-                    f"Too many failed sign-ins from this address; try again in {wait} s.",
-                    {"retryAfter": wait},
-                    headers={"Retry-After": str(wait)},
-                )
+            state.signins.check(address)
             actor = await users.actor_of_token(given) if given else None
             if actor is not None:
                 return actor

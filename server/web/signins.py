@@ -10,6 +10,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from server.web.errors import ApiError
+
 __all__ = ["LIMIT", "WINDOW", "SignIns"]
 
 log = logging.getLogger("agent_sessions.security")
@@ -41,6 +43,18 @@ class SignIns:
         if len(failures) < LIMIT:
             return None
         return max(1, math.ceil(failures[0] + WINDOW - self.clock()))
+
+    def check(self, address: str) -> None:
+        """Raise 429 ``too_many_failures`` (with ``Retry-After``) while ``address`` waits."""
+        wait = self.retry_after(address)
+        if wait is not None:
+            raise ApiError(
+                429,
+                "too_many_failures",
+                f"Too many failed sign-ins from this address; try again in {wait} s.",
+                {"retryAfter": wait},
+                headers={"Retry-After": str(wait)},
+            )
 
     def failed(self, address: str, path: str, how: str) -> None:
         log.warning(

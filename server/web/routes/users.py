@@ -130,15 +130,7 @@ async def login(request: Request) -> Response:
     token (HttpOnly: the page's scripts cannot read it either)."""
     state = app_state(request)
     address = client_address(request.scope)
-    wait = state.signins.retry_after(address)
-    if wait is not None:
-        raise ApiError(
-            429,
-            "too_many_failures",
-            f"Too many failed sign-ins from this address; try again in {wait} s.",
-            {"retryAfter": wait},
-            headers={"Retry-After": str(wait)},
-        )
+    state.signins.check(address)
     body = await read_struct(request, user_shapes.LoginBody, state.settings.max_body_bytes)
     actor = await state.users.actor_of_token(body.token)
     if actor is None:
