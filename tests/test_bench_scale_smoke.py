@@ -52,3 +52,28 @@ def test_quick_bench_scale_runs_and_reports(tmp_path: Path) -> None:
     assert (tmp_path / "scale.md").read_text().startswith("# Cost as work grows")
     assert (tmp_path / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert processes_with_env(marker) == []
+
+
+def test_quick_search_bench_runs_on_sqlite(tmp_path: Path) -> None:
+    """``--search --quick``: it builds the search index the way migration 0011 does (the
+    benchmark reads the migration's statements), searches and floods through the server
+    with the index and without it."""
+    result = subprocess.run(
+        [
+            str(ROOT / "scripts" / "bench-scale"),
+            "--search",
+            "--quick",
+            "--rounds",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads((tmp_path / "search.json").read_text())
+    sqlite = data["databases"]["sqlite"]
+    assert sqlite["search"] and sqlite["ingest"]["indexed"]["runs"]

@@ -172,7 +172,7 @@ def _migration() -> Any:
     from benchlib.procs import ROOT
 
     spec = importlib.util.spec_from_file_location(
-        "m0009", ROOT / "store" / "migrations" / "versions" / "0009_sessions_search.py"
+        "m0011", ROOT / "store" / "migrations" / "versions" / "0011_sessions_search.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -295,7 +295,7 @@ async def _pg_insert(db: Any, rows: list[tuple[Any, ...]]) -> None:
 
 
 async def _pg_index(db: Any, *, keep: bool) -> float:
-    """The message search indexes of 0009 made (keep) or dropped."""
+    """The message search indexes of 0011 made (keep) or dropped."""
     started = time.perf_counter()
     await db.execute("DROP INDEX IF EXISTS ix_messages_search")
     await db.execute("DROP INDEX IF EXISTS ix_messages_search_recent")
