@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.jsontypes import JsonObject, JsonValue
 from store.models import Message, SessionRecord
+from store.search import FTS_ADD, index_final_texts
 
 __all__ = [
     "MessageFilter",
@@ -71,6 +72,10 @@ async def insert_messages(db: AsyncSession, rows: Sequence[Mapping[str, object]]
         # which works per row.
         table: Table = Message.__table__  # type: ignore[assignment] # declarative tables are Tables
         await db.execute(insert(table), list(rows))
+        if db.get_bind().dialect.name == "sqlite":  # PostgreSQL's GIN index keeps itself
+            finals = index_final_texts(rows)
+            if finals:
+                await db.execute(text(FTS_ADD), finals)
 
 
 async def max_seq(db: AsyncSession, session_id: str) -> int:

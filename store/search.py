@@ -1,7 +1,13 @@
 """Full-text search over session titles and final message texts (API.md, Finding and
-keeping sessions): SQLite's FTS5 tables ``messages_fts`` and ``sessions_fts``, kept by
-triggers, and PostgreSQL's GIN indexes ``ix_messages_search`` and ``ix_sessions_search``
-on ``to_tsvector('simple', ...)`` (migration 0011).
+keeping sessions): SQLite's FTS5 tables ``messages_fts`` and ``sessions_fts`` (migration
+0011), and PostgreSQL's GIN indexes ``ix_messages_search`` and ``ix_sessions_search`` on
+``to_tsvector('simple', ...)``.
+
+On SQLite whoever inserts a final text adds its FTS row in the same transaction
+(``index_final_texts``: the hot writer, ``store.messages.insert_messages``); triggers keep
+the rest (a rewind's drop, a delete, titles). An insert trigger did it before (0011), and
+cost every streamed chunk its test, a tool update ~5 µs of the writer's time (migration
+0013 took it out; bench/results/notes.md).
 
 The words of a query are user input, never query syntax: ``terms`` keeps only the words
 (runs of letters and digits, as both engines' tokenizers split them) and each becomes a
@@ -11,7 +17,7 @@ search box can search while a word is still being typed."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +25,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = [
+    "FTS_ADD",
     "HIGHLIGHT_END",
     "HIGHLIGHT_START",
     "INDEX_OBJECTS",
@@ -26,6 +33,8 @@ __all__ = [
     "Hit",
     "SearchFilter",
     "count_matches",
+    "index_final_texts",
+    "is_final_text",
     "is_index_object",
     "search_sessions",
     "terms",
@@ -49,6 +58,29 @@ _WORD = re.compile(r"[^\W_]+")
 # The index objects of migration 0011, which the models do not describe (FTS5 virtual
 # tables and their shadow tables; PostgreSQL expression indexes).
 INDEX_OBJECTS = ("messages_fts", "sessions_fts", "ix_messages_search", "ix_sessions_search")
+
+
+# SQLite: the FTS row of the final text at (session_id, seq), just inserted.
+FTS_ADD = (
+    "INSERT INTO messages_fts (rowid, body, session_id, seq) "
+    "SELECT rowid, json_extract(content, '$.text'), session_id, seq FROM messages "
+    "WHERE session_id = :session_id AND seq = :seq AND json_type(content, '$.text') = 'text'"
+)
+
+
+def is_final_text(kind: object, partial: object, dropped: object) -> bool:
+    """Whether a message row is indexed: a whole text (a prompt, an agent's message),
+    never a streamed chunk or a dropped message."""
+    return kind == "text" and not partial and not dropped
+
+
+def index_final_texts(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """The ``FTS_ADD`` parameters of the final texts among inserted message ``rows``."""
+    return [
+        {"session_id": row["session_id"], "seq": row["seq"]}
+        for row in rows
+        if is_final_text(row["type"], row["partial"], row["dropped"])
+    ]
 
 
 def is_index_object(name: str | None) -> bool:

@@ -59,6 +59,9 @@ def one_round(
         "AGENT_COMMAND": f"{sys.executable} -m agent_bridge.demo_agent",
         "API_TOKEN": "",
         "AGENTS_FILE": "",
+        # the hot path only, as revisions before the sandbox ran it; and a sandboxed agent
+        # gets no PYTHONPATH, so it would not find an exported tree's demo agent
+        "AGENT_SANDBOX": "off",
     }
     with (workdir / "server.log").open("wb") as log:
         server = subprocess.Popen(
@@ -74,6 +77,8 @@ def one_round(
         wait_http_ok(base, "/readyz", server, 60)
         _, repo = http_json(base, "POST", "/api/repos", {"path": "bench"})
         _, session = http_json(base, "POST", "/api/sessions", {"repoId": repo["id"]})
+        if "id" not in session:
+            raise SystemExit(f"{tree}: could not create a session: {session}")
         job = {
             "url": f"ws://127.0.0.1:{port}/ws/sessions/{session['id']}",
             "viewers": 1,

@@ -125,6 +125,7 @@ def build_sqlite(
             _insert(db, batch)
             batch = []
     _insert(db, batch)
+    db.execute(_migration().SQLITE_UP[-2])  # the FTS rows of every final text (0011's fill)
     db.execute(
         "UPDATE sessions SET last_seq ="
         " (SELECT max(seq) FROM messages m WHERE m.session_id = sessions.id)"
@@ -140,7 +141,7 @@ def build_sqlite(
         os.fsync(fd.fileno())
     finally:
         fd.close()
-    log(f"  built {messages:,} messages (indexed as they went in) in {seconds:.0f} s")
+    log(f"  built {messages:,} messages and their search index in {seconds:.0f} s")
     return {"repo_id": repo_id, "build_s": seconds}
 
 
@@ -154,13 +155,16 @@ def _insert(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
 
 
 def set_sqlite_index(path: Path, keep: bool) -> None:
-    """Drop the message triggers (the index is no longer kept) or make them again."""
+    """Drop the message triggers (the index is no longer kept) or make them again: those
+    of a rewind's drop and a delete (0011's; migration 0013 took out its insert trigger:
+    the writer adds a final text's row itself, one statement a turn, which a flood of
+    chunks never reaches, so it stays in both variants)."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         for name in _SQLITE_TRIGGERS:
             db.execute(f"DROP TRIGGER IF EXISTS {name}")
         if keep:
-            for statement in _migration().SQLITE_UP[2:5]:
+            for statement in _migration().SQLITE_UP[3:5]:
                 db.execute(statement)
     finally:
         db.close()
