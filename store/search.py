@@ -1,13 +1,13 @@
 """Full-text search over session titles and final message texts (API.md, Finding and
 keeping sessions): SQLite's FTS5 tables ``messages_fts`` and ``sessions_fts`` (migration
 0011), and PostgreSQL's GIN indexes ``ix_messages_search`` and ``ix_sessions_search`` on
-``to_tsvector('simple', ...)``.
+a stored ``to_tsvector('simple', ...)`` column (0013) and ``to_tsvector`` of the title.
 
 On SQLite whoever inserts a final text adds its FTS row in the same transaction
 (``index_final_texts``: the hot writer, ``store.messages.insert_messages``); triggers keep
 the rest (a rewind's drop, a delete, titles). An insert trigger did it before (0011), and
 cost every streamed chunk its test, a tool update ~5 µs of the writer's time (migration
-0013 took it out; bench/results/notes.md).
+0013 took it out; bench/results/notes.md). On PostgreSQL a generated column does it.
 
 The words of a query are user input, never query syntax: ``terms`` keeps only the words
 (runs of letters and digits, as both engines' tokenizers split them) and each becomes a
@@ -55,9 +55,15 @@ CANDIDATES = 1_000
 
 _WORD = re.compile(r"[^\W_]+")
 
-# The index objects of migration 0011, which the models do not describe (FTS5 virtual
-# tables and their shadow tables; PostgreSQL expression indexes).
-INDEX_OBJECTS = ("messages_fts", "sessions_fts", "ix_messages_search", "ix_sessions_search")
+# The index objects of migrations 0011 and 0013, which the models do not describe (FTS5
+# virtual tables and their shadow tables; PostgreSQL's column and indexes).
+INDEX_OBJECTS = (
+    "messages_fts",
+    "sessions_fts",
+    "ix_messages_search",
+    "ix_sessions_search",
+    "search_tsv",  # PostgreSQL's stored tsvector column of messages (0013)
+)
 
 
 # SQLite: the FTS row of the final text at (session_id, seq), just inserted.
@@ -184,17 +190,18 @@ WITH hits AS MATERIALIZED (
     FROM sessions_fts WHERE sessions_fts MATCH :q"""
 _SQLITE += _MERGED
 
+# The stored ``search_tsv`` (0013) has statistics: for a common word the planner walks
+# ``ix_messages_search_recent`` newest first and stops at the candidates; for a rare one
+# it takes the GIN index. It can choose only with the query's words in hand: see
+# ``_query`` (a custom plan each time).
 _PG = """
 WITH hits AS MATERIALIZED (
-    SELECT m.session_id, m.seq, m.content FROM messages m
-    WHERE to_tsvector('simple'::regconfig, m.content ->> 'text')
-          @@ to_tsquery('simple'::regconfig, :q)
-      AND m.partial = false AND m.type = 'text' AND m.dropped = false
+    SELECT m.session_id, m.seq, m.search_tsv FROM messages m
+    WHERE m.search_tsv @@ to_tsquery('simple'::regconfig, :q)
     ORDER BY m.created_at DESC LIMIT :candidates
 ), best AS (
     SELECT DISTINCT ON (session_id) session_id, seq, NULL::bigint AS rid,
-        -ts_rank(to_tsvector('simple'::regconfig, content ->> 'text'),
-                 to_tsquery('simple'::regconfig, :q)) AS score
+        -ts_rank(search_tsv, to_tsquery('simple'::regconfig, :q)) AS score
     FROM hits ORDER BY session_id, score
 ), titled AS (
     SELECT id AS session_id,
@@ -215,6 +222,11 @@ async def _query(
     params: dict[str, Any] = {"candidates": CANDIDATES}
     if postgres:
         params["q"] = tsquery(words)
+        # asyncpg prepares statements, and after five runs PostgreSQL may keep a generic
+        # plan, blind to the words: the GIN index for a word in most messages, or the
+        # newest-first walk for a rare one (a walk through every message). This search's
+        # transaction plans each run for its own words.
+        await db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
     else:
         params["q"] = await _fts5_match(db, words)
     return (_PG if postgres else _SQLITE), params

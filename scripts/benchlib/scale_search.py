@@ -170,13 +170,14 @@ def set_sqlite_index(path: Path, keep: bool) -> None:
         db.close()
 
 
-def _migration() -> Any:
+def _migration(name: str = "0011_sessions_search") -> Any:
+    """A migration module, whose statements build the search index as the server's do."""
     import importlib.util
 
     from benchlib.procs import ROOT
 
     spec = importlib.util.spec_from_file_location(
-        "m0011", ROOT / "store" / "migrations" / "versions" / "0011_sessions_search.py"
+        f"m{name}", ROOT / "store" / "migrations" / "versions" / f"{name}.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -299,13 +300,15 @@ async def _pg_insert(db: Any, rows: list[tuple[Any, ...]]) -> None:
 
 
 async def _pg_index(db: Any, *, keep: bool) -> float:
-    """The message search indexes of 0011 made (keep) or dropped."""
+    """The message search indexes of 0013 made (keep) or dropped. Its ``search_tsv``
+    column stays in both variants: a chunk's is NULL (one CASE), a turn's final text
+    computes one ``to_tsvector``."""
     started = time.perf_counter()
     await db.execute("DROP INDEX IF EXISTS ix_messages_search")
     await db.execute("DROP INDEX IF EXISTS ix_messages_search_recent")
     if keep:
-        for statement in _migration().PG_UP:
-            if "ON messages" in statement:
+        for statement in _migration("0013_search_upkeep").PG_UP:
+            if statement.startswith("CREATE INDEX"):
                 await db.execute(statement)
     return time.perf_counter() - started
 
