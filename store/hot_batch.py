@@ -74,12 +74,15 @@ def check_tool_columns(columns: tuple[str, ...]) -> None:
 
 @dataclass(slots=True)
 class HotBatch:
-    """One transaction's worth: message rows, each session's last (seq, time), tool ops."""
+    """One transaction's worth: message rows, each session's last (seq, time), tool ops,
+    and the final texts among the rows (``store.search.FTS_ADD`` parameters: SQLite's
+    search index rows, added in the same transaction)."""
 
     messages: list[MessageRow] = field(default_factory=list)
     activity: dict[str, tuple[int, str]] = field(default_factory=dict)  # seq, stamp
     stamps: dict[str, datetime] = field(default_factory=dict)  # stamp -> its datetime
     tools: list[ToolCallInsert | ToolCallUpdate] = field(default_factory=list)
+    finals: list[dict[str, object]] = field(default_factory=list)
 
 
 class HotWriter(Protocol):

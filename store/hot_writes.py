@@ -41,7 +41,7 @@ from store.hot_batch import (
 )
 from store.hot_writes_pg import PgHotWriter
 from store.message_row import MESSAGE_COLUMNS, MessageRow, sqlite_stamp
-from store.search import FTS_ADD, is_final_text
+from store.search import FTS_ADD
 
 __all__ = [
     "INLINE_ROWS",
@@ -160,6 +160,8 @@ class SqliteHotWriter:
         try:
             if batch.messages:
                 _insert_messages(conn, batch.messages)
+            if batch.finals:  # a turn's final texts: their search index rows (store.search)
+                conn.executemany(FTS_ADD, batch.finals)
             if batch.activity:
                 conn.executemany(
                     _NOTE_ACTIVITY,
@@ -239,13 +241,6 @@ def _insert_messages(conn: sqlite3.Connection, rows: list[MessageRow]) -> None:
         )
     if many < len(rows):
         conn.executemany(_INSERT_MESSAGES, map(astuple, rows[many:]))
-    finals = [
-        {"session_id": row.session_id, "seq": row.seq}
-        for row in rows
-        if is_final_text(row.type, row.partial, row.dropped)
-    ]
-    if finals:  # a turn's final texts: their search index rows (store.search)
-        conn.executemany(FTS_ADD, finals)
 
 
 def hot_writer_for(url: str) -> HotWriter | None:

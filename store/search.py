@@ -4,7 +4,8 @@ keeping sessions): SQLite's FTS5 tables ``messages_fts`` and ``sessions_fts`` (m
 a stored ``to_tsvector('simple', ...)`` column (0013) and ``to_tsvector`` of the title.
 
 On SQLite whoever inserts a final text adds its FTS row in the same transaction
-(``index_final_texts``: the hot writer, ``store.messages.insert_messages``); triggers keep
+(``FTS_ADD``: the hot writer, for the final texts the writer picked out of its batch;
+``store.messages.insert_messages``, through ``index_final_texts``); triggers keep
 the rest (a rewind's drop, a delete, titles). An insert trigger did it before (0011), and
 cost every streamed chunk its test, a tool update ~5 µs of the writer's time (migration
 0013 took it out; bench/results/notes.md). On PostgreSQL a generated column does it.

@@ -210,6 +210,14 @@ class Writer:
             rows = item.rows
             if rows:
                 messages.extend(rows)
+                # Picked out here, on the event loop: a Python loop over the rows on the
+                # writer's thread would hold the GIL between its sqlite3 calls, which the
+                # event loop then waits for (+20 % CPU per chunk in a text flood).
+                hot.finals.extend(
+                    {"session_id": row.session_id, "seq": row.seq}
+                    for row in rows
+                    if row.type == "text" and not row.partial
+                )
                 last = rows[-1]
                 activity[last.session_id] = (last.seq, last.created_at)
                 if item.created_at is not None:

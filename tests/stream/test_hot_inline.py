@@ -37,7 +37,8 @@ def batch(store: Database, rows: int, after: int = 0) -> HotBatch:
     writer builds it."""
     writer = Writer(store, Broker())
     writer.open_session("s1", after)
-    receipt = writer.submit("s1", [Draft("agent", {"type": "text", "text": "x"})] * rows)
+    chunk = {"type": "text", "text": "x", "partial": True}  # no final text: no index row
+    receipt = writer.submit("s1", [Draft("agent", chunk)] * rows)
     hot = writer._hot_batch([receipt])
     assert hot is not None
     return hot
