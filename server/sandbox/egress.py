@@ -207,7 +207,14 @@ class EgressProxy:
             method, host, port, upstream_head = parsed
             if not host_allowed(host, session.allowed):
                 metrics.EGRESS_REFUSED.labels(agent=session.agent_id).inc()
-                await _refuse(client, session, f"egress refused: {host}", host=host, port=port)
+                await _refuse(
+                    client,
+                    session,
+                    "egress_refused",
+                    f"egress refused: {host}",
+                    host=host,
+                    port=port,
+                )
                 return
             rest = head[end + 4 :]
             if method == "CONNECT":
@@ -259,14 +266,15 @@ async def relay_mcp(session: _Session, client: SocketStream, host: str, port: in
         end = head.find(b"\r\n\r\n")
         upstream_head = mcp_head(head[: end + 2], session.session_id) if end >= 0 else None
         if upstream_head is None:
-            await _refuse(client, session, "mcp relay refused a request")
+            await _refuse(client, session, "mcp_relay_refused", "mcp relay refused a request")
             return
         await _splice(client, host, port, upstream_head + head[end + 4 :])
 
 
-async def _refuse(client: SocketStream, session: _Session, message: str, **fields: Any) -> None:
-    """403, and a warning naming the session (``event``: what refused it)."""
-    event = "egress_refused" if "host" in fields else "mcp_relay_refused"
+async def _refuse(
+    client: SocketStream, session: _Session, event: str, message: str, **fields: Any
+) -> None:
+    """403, and a warning naming the session; ``event`` says what refused it."""
     extra = {"event": event, **fields}
     extra |= {"session_id": session.session_id, "agent_id": session.agent_id}
     log.warning(message, extra=extra)

@@ -34,6 +34,7 @@ from store.hot_batch import HOT_OPS, HotBatch
 from store.hot_writes import hot_writer_for
 from store.message_row import MessageRow, message_dict
 from store.operations import WriteOp
+from store.search import is_final_text
 
 __all__ = ["Draft", "Receipt", "Writer", "new_id"]
 
@@ -216,7 +217,7 @@ class Writer:
                 hot.finals.extend(
                     {"session_id": row.session_id, "seq": row.seq}
                     for row in rows
-                    if row.type == "text" and not row.partial
+                    if is_final_text(row.type, row.partial, row.dropped)
                 )
                 last = rows[-1]
                 activity[last.session_id] = (last.seq, last.created_at)
