@@ -26,6 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+from anyio.abc import TaskStatus
+
 from agent_bridge.orphans import process_start_time
 from agent_bridge.wrapper import kill_cgroup, remove_cgroup
 
@@ -35,7 +38,13 @@ log = logging.getLogger("agent_sessions.process")
 
 KINDS = ("v2", "freezer", "pids")
 TOP = "agent-sessions"
-_JOIN = "import sys; open(sys.argv[1], 'w').write('0')"
+# A process that moves itself into the cgroup whose ``cgroup.procs`` is its argument: the
+# shell (about 1 ms), or this interpreter where there is no /bin/sh (about 20 ms, on the
+# start-up's path)
+_JOINS = (
+    ["/bin/sh", "-c", 'echo 0 > "$1"', "sh"],
+    [sys.executable, "-I", "-S", "-c", "import sys; open(sys.argv[1], 'w').write('0')"],
+)
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
@@ -104,6 +113,19 @@ def _empty(cgroup: Path) -> None:
     remove_cgroup(str(cgroup))
 
 
+def _joins(procs: Path) -> bool:
+    """Whether a new process can move itself into the cgroup of ``procs``."""
+    for join in _JOINS:
+        try:
+            done = subprocess.run(  # noqa: S603 - fixed code, our own path
+                [*join, str(procs)], check=False, stderr=subprocess.DEVNULL
+            )
+        except FileNotFoundError:  # no such program here: the next
+            continue
+        return done.returncode == 0
+    return False
+
+
 class AgentCgroups:
     """This server's agent cgroups: ``base`` is the directory each agent's goes in, or
     None where no cgroup could be made."""
@@ -114,6 +136,24 @@ class AgentCgroups:
         self.base: Path | None = None
         self.kind = ""
         self._node_key, self._name = _owner_key(owner)
+        self._started: anyio.Event | None = None  # set once start() on its thread is done
+
+    async def run_start(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """``start()`` on a worker thread, off the server's start-up path: the first cgroup
+        a process joins costs the kernel ~20 ms here. From the moment this task is started,
+        ``ready()`` waits for it."""
+        self._started = anyio.Event()
+        task_status.started()
+        try:
+            await anyio.to_thread.run_sync(self.start)
+        finally:
+            self._started.set()
+
+    async def ready(self) -> Path | None:
+        """``base``, once a ``run_start()`` under way is done."""
+        if self._started is not None:
+            await self._started.wait()
+        return self.base
 
     @property
     def name(self) -> str:
@@ -177,15 +217,11 @@ class AgentCgroups:
         probe = base / "probe"
         try:
             probe.mkdir(parents=True, exist_ok=True)
-            joined = subprocess.run(  # noqa: S603 - our own interpreter, fixed code
-                [sys.executable, "-I", "-S", "-c", _JOIN, str(probe / "cgroup.procs")],
-                check=False,
-                stderr=subprocess.DEVNULL,
-            )
+            joined = _joins(probe / "cgroup.procs")
         except OSError:
-            joined = None
+            joined = False
         remove_cgroup(str(probe))
-        if joined is None or joined.returncode != 0:
+        if not joined:
             self._remove(base)
             return False
         self.base = base

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, TypeAlias
 
+import msgspec
 import orjson
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
@@ -51,8 +51,7 @@ INTERNAL_ERROR: Final = -32603
 _CLIP: Final = 200  # bytes of an invalid line kept in its event
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True):
     """A call from the peer that expects `send_result` or `send_error`."""
 
     id: RequestId
@@ -61,8 +60,7 @@ class Request:
     raw: JsonObject
 
 
-@dataclass(slots=True)  # not frozen: one per agent update, and a frozen __init__ costs 2.5×
-class Notification:
+class Notification(msgspec.Struct):  # one per agent update
     """A call from the peer that expects no answer (treat it as immutable)."""
 
     method: str
@@ -70,8 +68,7 @@ class Notification:
     raw: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(msgspec.Struct, frozen=True):
     """The answer to one of our requests; `method` is the method we called."""
 
     id: RequestId
@@ -81,23 +78,20 @@ class Response:
     raw: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
-class InvalidLine:
+class InvalidLine(msgspec.Struct, frozen=True):
     """A skipped line (clipped to 200 bytes); an error answer may have been queued."""
 
     line: bytes
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class UnexpectedResponse:
+class UnexpectedResponse(msgspec.Struct, frozen=True):
     """A response we cannot match to a pending request, or a malformed response."""
 
     raw: JsonObject
 
 
-@dataclass(frozen=True, slots=True)
-class LineTooLong:
+class LineTooLong(msgspec.Struct, frozen=True):
     """Fatal: a line outgrew the limit. The connection is broken; close it."""
 
     size: int
@@ -229,7 +223,7 @@ class JsonRpcConnection:
         exact_id = message.get("id") if type(message) is dict else None
         event = self._receive_message(scrub(message), line)
         if isinstance(event, Request) and type(exact_id) is str:
-            return replace(event, id=exact_id)
+            return msgspec.structs.replace(event, id=exact_id)
         return event
 
     def _receive_message(self, message: JsonValue, line: bytearray) -> Event:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from agent_bridge.cgroups import TOP, _mounts, _own_paths
 from agent_bridge.orphans import process_start_time
@@ -28,8 +29,7 @@ log = logging.getLogger("agent_sessions.process")
 CPU_PERIOD = 100_000  # microseconds
 
 
-@dataclass(frozen=True)
-class AgentLimits:
+class AgentLimits(msgspec.Struct, frozen=True):
     memory: int | None = None  # bytes
     pids: int | None = None
     cpu: float | None = None  # cores

@@ -12,10 +12,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from agent_bridge.limits import LimitCgroups, out_of_memory
 from agent_bridge.orphans import OWNER_ENV, SESSION_ENV, _stat
@@ -169,11 +169,10 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
         self.exited.set()
 
 
-@dataclass
-class ProcessSpec:
+class ProcessSpec(msgspec.Struct):
     argv: list[str]
     cwd: Path
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     cgroup: Path | None = None  # the directory the agent's own cgroup is made in
     sandbox: SandboxPolicy | None = None  # the wall it runs in (None: none)
     limits: LimitCgroups | None = None  # its memory, pids and CPU limits (None: none)

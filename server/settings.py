@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -31,7 +30,14 @@ from server.setting_values import (
     size,
 )
 
-__all__ = ["CLEANUP_SECONDS", "DEMO_AGENT_COMMAND", "Settings", "SettingsError", "load_settings"]
+__all__ = [
+    "CLEANUP_SECONDS",
+    "DEMO_AGENT_COMMAND",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+    "read_agents_file",
+]
 
 # A shielded cleanup (a status commit, a lease release, closing an agent's terminals or a
 # connection) runs through cancellation, but not forever: a hung database or agent must not
@@ -411,6 +417,8 @@ def load_settings(
     """Read settings from ``environ`` (default: os.environ) over an optional .env file."""
     source: dict[str, str] = {}
     if env_file is not None and Path(env_file).is_file():
+        from dotenv import dotenv_values  # only where there is a file to read
+
         source.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
     source.update(os.environ if environ is None else environ)
     values: dict[str, Any] = {}
@@ -424,3 +432,13 @@ def load_settings(
     settings = Settings(**values)
     settings.check_listen_address()
     return settings
+
+
+def read_agents_file(path: Path) -> dict[str, Any]:
+    """The TOML of ``AGENTS_FILE``: its agents, their MCP servers and sandbox binds."""
+    import tomllib  # only a server with an agents file reads TOML
+
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"AGENTS_FILE={path} cannot be read: {exc}") from None

@@ -7,25 +7,16 @@ from __future__ import annotations
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from store.jsontypes import JsonValue
+from store.messages import Asked, unanswered
 from store.models import Message
 
 __all__ = ["asked_call", "pending_calls"]
 
 
-async def pending_calls(db: AsyncSession, session_id: str | None) -> list[Message]:
-    """The calls with no outcome stored yet: of one session, or of every session
-    (``None``; through the partial index ``ix_messages_client_tool``)."""
-    # a literal, not a bound parameter: SQLite uses a partial index only for a query
-    # whose WHERE has the index's own term
-    query = select(Message).where(text("messages.type = 'client_tool'"))
-    if session_id is not None:
-        query = query.where(Message.session_id == session_id)
-    query = query.order_by(Message.session_id, Message.seq)
-    latest: dict[tuple[str, JsonValue], Message] = {}
-    for message in (await db.execute(query)).scalars():
-        latest[message.session_id, message.content.get("callId")] = message
-    return [m for m in latest.values() if m.content.get("outcome") is None]
+async def pending_calls(db: AsyncSession, session_id: str | None) -> list[Asked]:
+    """The calls with no outcome stored yet: of one session, or of every session (``None``;
+    through the partial index ``ix_messages_client_tool``)."""
+    return await unanswered(db, "client_tool", "callId", session_id)
 
 
 async def asked_call(db: AsyncSession, session_id: str, call_id: str) -> bool:

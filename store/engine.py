@@ -10,9 +10,9 @@ transactions so reads never wait on the writer. PostgreSQL uses one engine for b
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
@@ -101,8 +101,7 @@ def _make_engine(url: str, *, immediate: bool, **kwargs: Any) -> AsyncEngine:
     return engine
 
 
-@dataclass
-class Database:
+class Database(msgspec.Struct):
     """The engines and session factories of one database."""
 
     url: str

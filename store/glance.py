@@ -6,10 +6,10 @@ Functions take an ``AsyncSession`` and never commit: the caller owns the transac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,8 +44,7 @@ __all__ = [
 MAX_TITLE_CHARS = 80
 
 
-@dataclass(frozen=True)
-class ListFilter:
+class ListFilter(msgspec.Struct, frozen=True):
     repo_id: str | None = None
     agent_id: str | None = None
     statuses: tuple[str, ...] = ()
@@ -54,8 +53,7 @@ class ListFilter:
     visible_to: str | None = None  # a reader's id: team sessions and their own private ones
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True):
     run_count: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -222,7 +220,8 @@ async def cancel_queued(db: AsyncSession, run_ids: Sequence[str], when: datetime
 
 async def queued_runs(db: AsyncSession, session_ids: Sequence[str] | None) -> list[str]:
     """The ids of runs still ``queued`` (of these sessions, or of all)."""
-    query = select(Run.id).where(Run.status == "queued")
+    t = Run.__table__.c  # the table's own columns: no ORM at start-up (recovery)
+    query = select(t.id).where(t.status == "queued")
     if session_ids is not None:
-        query = query.where(Run.session_id.in_(list(session_ids)))
+        query = query.where(t.session_id.in_(list(session_ids)))
     return list((await db.execute(query)).scalars())

@@ -5,10 +5,10 @@ hold, and the statements and columns both drivers write them with."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import runs as run_store
@@ -72,17 +72,16 @@ def check_tool_columns(columns: tuple[str, ...]) -> None:
         raise ValueError(f"not tool_calls columns: {sorted(set(columns) - TOOL_COLUMNS)}")
 
 
-@dataclass(slots=True)
-class HotBatch:
+class HotBatch(msgspec.Struct):
     """One transaction's worth: message rows, each session's last (seq, time), tool ops,
     and the final texts among the rows (``store.search.FTS_ADD`` parameters: SQLite's
     search index rows, added in the same transaction)."""
 
-    messages: list[MessageRow] = field(default_factory=list)
-    activity: dict[str, tuple[int, str]] = field(default_factory=dict)  # seq, stamp
-    stamps: dict[str, datetime] = field(default_factory=dict)  # stamp -> its datetime
-    tools: list[ToolCallInsert | ToolCallUpdate] = field(default_factory=list)
-    finals: list[dict[str, object]] = field(default_factory=list)
+    messages: list[MessageRow] = msgspec.field(default_factory=list)
+    activity: dict[str, tuple[int, str]] = msgspec.field(default_factory=dict)  # seq, stamp
+    stamps: dict[str, datetime] = msgspec.field(default_factory=dict)  # stamp -> its datetime
+    tools: list[ToolCallInsert | ToolCallUpdate] = msgspec.field(default_factory=list)
+    finals: list[dict[str, object]] = msgspec.field(default_factory=list)
 
 
 class HotWriter(Protocol):

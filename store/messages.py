@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict, cast
 
+import msgspec
 from sqlalchemy import Select, Table, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -16,10 +16,12 @@ from store.models import Message, SessionRecord
 from store.search import FTS_ADD, index_final_texts
 
 __all__ = [
+    "Asked",
     "MessageFilter",
     "MessageValues",
     "asked_elicitation",
     "pending_elicitations",
+    "unanswered",
     "count_live_between",
     "drop_between",
     "drop_messages_after",
@@ -32,8 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class MessageFilter:
+class MessageFilter(msgspec.Struct, frozen=True):
     after: int = 0
     since: datetime | None = None
     role: str | None = None
@@ -103,19 +104,43 @@ async def asked_elicitation(db: AsyncSession, session_id: str, request_id: str) 
     return any(c.get("requestId") == request_id for c in contents if isinstance(c, dict))
 
 
-async def pending_elicitations(db: AsyncSession, session_id: str | None) -> list[Message]:
-    """The elicitation messages whose request has no outcome stored yet: of one session,
-    or of every session (``None``; through the partial index ``ix_messages_elicitation``)."""
-    # a literal, not a bound parameter: SQLite uses a partial index only for a query
-    # whose WHERE has the index's own term
-    query = select(Message).where(text("messages.type = 'elicitation'"))
+class Asked(msgspec.Struct, frozen=True):
+    """A request an agent asked in the log (an elicitation, a client tool call) that has
+    no outcome stored yet."""
+
+    session_id: str
+    seq: int
+    run_id: str | None
+    content: JsonObject
+
+
+# literals, not bound parameters: SQLite uses a partial index only for a query whose
+# WHERE has the index's own term (``ix_messages_elicitation``, ``ix_messages_client_tool``)
+_ASKED_TYPES = {
+    "elicitation": text("messages.type = 'elicitation'"),
+    "client_tool": text("messages.type = 'client_tool'"),
+}
+
+
+async def unanswered(db: AsyncSession, kind: str, key: str, session_id: str | None) -> list[Asked]:
+    """The ``kind`` requests (told apart by their ``key``: ``requestId``, ``callId``)
+    whose latest message has no outcome: of one session, or of every session (``None``),
+    read through the partial index with the table's own columns (start-up recovery: no
+    ORM mapper configured, no ORM statement compiled)."""
+    t = Message.__table__.c
+    query = select(t.session_id, t.seq, t.run_id, t.content).where(_ASKED_TYPES[kind])
     if session_id is not None:
-        query = query.where(Message.session_id == session_id)
-    query = query.order_by(Message.session_id, Message.seq)
-    latest: dict[tuple[str, JsonValue], Message] = {}  # by session and requestId, as stored
-    for message in (await db.execute(query)).scalars():
-        latest[message.session_id, message.content.get("requestId")] = message
-    return [m for m in latest.values() if m.content.get("outcome") is None]
+        query = query.where(t.session_id == session_id)
+    latest: dict[tuple[str, JsonValue], Asked] = {}  # by session and request, as stored
+    for row in await db.execute(query.order_by(t.session_id, t.seq)):
+        asked = Asked(*row)
+        latest[asked.session_id, asked.content.get(key)] = asked
+    return [a for a in latest.values() if a.content.get("outcome") is None]
+
+
+async def pending_elicitations(db: AsyncSession, session_id: str | None) -> list[Asked]:
+    """The elicitations still waiting for an answer (of one session, or of all)."""
+    return await unanswered(db, "elicitation", "requestId", session_id)
 
 
 async def get_message(db: AsyncSession, message_id: str) -> Message | None:

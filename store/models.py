@@ -1,8 +1,6 @@
 """SQLAlchemy 2 models: repos, sessions, the append-only message log, runs, tool calls,
 permission requests."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Any
 

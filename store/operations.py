@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store import attachments as attachment_store
@@ -53,8 +53,7 @@ __all__ = [
 log = logging.getLogger("agent_sessions.history")
 
 
-@dataclass(frozen=True, slots=True)
-class SetTitle:
+class SetTitle(msgspec.Struct, frozen=True):
     """The agent named its session (``session_info_update``): it replaces a title taken
     from a prompt or an earlier one of the agent's, never one a person gave."""
 
@@ -65,8 +64,7 @@ class SetTitle:
         await glance_store.set_agent_title(db, self.session_id, self.title)
 
 
-@dataclass(frozen=True, slots=True)
-class TitleFromPrompt:
+class TitleFromPrompt(msgspec.Struct, frozen=True):
     """A session still without a title takes its first prompt's."""
 
     session_id: str
@@ -76,8 +74,7 @@ class TitleFromPrompt:
         await glance_store.set_prompt_title(db, self.session_id, self.text)
 
 
-@dataclass(frozen=True, slots=True)
-class SetKept:
+class SetKept(msgspec.Struct, frozen=True):
     """What a person keeps of a session (PATCH): a title (then the user's), its
     visibility, archived or not; None leaves it as it is."""
 
@@ -98,8 +95,7 @@ class SetKept:
             await session_store.update_session(db, self.session_id, **values)
 
 
-@dataclass(frozen=True, slots=True)
-class PurgeSession:
+class PurgeSession(msgspec.Struct, frozen=True):
     """Every row an ended session owns, in one transaction (its git state is gone
     already); a session revived meanwhile is left whole."""
 
@@ -112,8 +108,7 @@ class PurgeSession:
         await glance_store.purge_rows(db, self.session_id)
 
 
-@dataclass(frozen=True, slots=True)
-class SetStatus:
+class SetStatus(msgspec.Struct, frozen=True):
     """A status change (the session has no running run any more)."""
 
     session_id: str
@@ -126,8 +121,7 @@ class SetStatus:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class SetMerged:
+class SetMerged(msgspec.Struct, frozen=True):
     """The session's branch went into another: ``{commit, into, at}`` of that merge, kept
     as ``Workspace.merged`` (a later merge replaces it)."""
 
@@ -138,8 +132,7 @@ class SetMerged:
         await session_store.update_session(db, self.session_id, merged=self.merged)
 
 
-@dataclass(frozen=True, slots=True)
-class SetClientTools:
+class SetClientTools(msgspec.Struct, frozen=True):
     """The client tools a session registered (API.md "Client tools"; None: none)."""
 
     session_id: str
@@ -149,8 +142,7 @@ class SetClientTools:
         await session_store.update_session(db, self.session_id, client_tools=self.tools)
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteSession:
+class DeleteSession(msgspec.Struct, frozen=True):
     """A session refused after its agent started: it was never created."""
 
     session_id: str
@@ -159,8 +151,7 @@ class DeleteSession:
         await session_store.delete_session(db, self.session_id)
 
 
-@dataclass(frozen=True, slots=True)
-class StoreControls:
+class StoreControls(msgspec.Struct, frozen=True):
     """The session's controls as they are when the op runs (``view()``), and the kept
     choices (``agent_config``) as ``merge`` makes them from the stored ones (None: kept
     as they are)."""
@@ -177,8 +168,7 @@ class StoreControls:
         await session_store.update_session(db, self.session_id, **values)
 
 
-@dataclass(frozen=True, slots=True)
-class KeepAttachments:
+class KeepAttachments(msgspec.Struct, frozen=True):
     """A prompt's images and files, each kept once per session."""
 
     attachments: Sequence[Attachment]
@@ -187,8 +177,7 @@ class KeepAttachments:
         await attachment_store.keep_attachments(db, self.attachments)
 
 
-@dataclass(frozen=True, slots=True)
-class OpenRun:
+class OpenRun(msgspec.Struct, frozen=True):
     """A turn's run, now the session's active one (its context handed over).
     ``queued``: the run's row exists (status ``queued``) and becomes the running one."""
 
@@ -206,8 +195,7 @@ class OpenRun:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class QueueRun:
+class QueueRun(msgspec.Struct, frozen=True):
     """A prompt waiting for the running turn: its run, status ``queued``."""
 
     run: Run
@@ -217,8 +205,7 @@ class QueueRun:
         await db.flush()
 
 
-@dataclass(frozen=True, slots=True)
-class CancelQueued:
+class CancelQueued(msgspec.Struct, frozen=True):
     """Queued runs that will never start end ``cancelled`` (a started one is left)."""
 
     run_ids: Sequence[str]
@@ -229,8 +216,7 @@ class CancelQueued:
             await glance_store.cancel_queued(db, self.run_ids, self.when)
 
 
-@dataclass(frozen=True, slots=True)
-class CloseRun:
+class CloseRun(msgspec.Struct, frozen=True):
     """A turn's end: the run's final columns; the session has no active run."""
 
     session_id: str
@@ -242,8 +228,7 @@ class CloseRun:
         await session_store.update_session(db, self.session_id, active_run_id=None)
 
 
-@dataclass(frozen=True, slots=True)
-class InterruptRun:
+class InterruptRun(msgspec.Struct, frozen=True):
     """Recovery: a run whose agent is gone ends ``interrupted``."""
 
     session_id: str
@@ -263,8 +248,7 @@ class InterruptRun:
         await session_store.update_session(db, self.session_id, active_run_id=None)
 
 
-@dataclass(frozen=True, slots=True)
-class InsertPermission:
+class InsertPermission(msgspec.Struct, frozen=True):
     """A permission request the agent asked, not decided yet."""
 
     request_id: str
@@ -286,8 +270,7 @@ class InsertPermission:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DecidePermission:
+class DecidePermission(msgspec.Struct, frozen=True):
     """A permission's outcome (unless one is recorded already)."""
 
     request_id: str
@@ -298,8 +281,7 @@ class DecidePermission:
         await permission_store.decide_permission(db, self.request_id, self.outcome, self.when)
 
 
-@dataclass(frozen=True, slots=True)
-class CopyMessages:
+class CopyMessages(msgspec.Struct, frozen=True):
     """A fork's copied messages, its seqs from 1, the controls and client tools it
     inherits, and where its title came from."""
 
@@ -324,8 +306,7 @@ class CopyMessages:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DropMessages:
+class DropMessages(msgspec.Struct, frozen=True):
     """A rewind: the messages after ``after`` up to ``upto`` are dropped (``announced``
     of them, as its status message said), and the next prompt hands over the context."""
 
@@ -346,13 +327,12 @@ class DropMessages:
         await session_store.update_session(db, self.session_id, needs_context=True)
 
 
-@dataclass(frozen=True, slots=True)
-class ImportSession:
+class ImportSession(msgspec.Struct, frozen=True):
     """An imported archive: the session and every message as it was, and the images its
     prompts carried (their raw frames hold the bytes), kept as the session's again."""
 
     record: SessionRecord
-    rows: Sequence[message_store.MessageValues] = field(default_factory=list)
+    rows: Sequence[message_store.MessageValues] = msgspec.field(default_factory=list)
     attachments: Sequence[Attachment] = ()
 
     async def __call__(self, db: AsyncSession) -> None:

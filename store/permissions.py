@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from store.jsontypes import JsonObject
+from store.jsontypes import JsonObject, JsonValue
 from store.models import Permission
 
-__all__ = ["decide_permission", "get_permission", "insert_permission", "pending_permissions"]
+__all__ = [
+    "PendingPermission",
+    "decide_permission",
+    "get_permission",
+    "insert_permission",
+    "pending_permissions",
+]
 
 
 async def get_permission(db: AsyncSession, request_id: str) -> Permission | None:
@@ -31,13 +37,27 @@ async def decide_permission(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+class PendingPermission(msgspec.Struct, frozen=True):
+    """What start-up recovery reads of a permission request without a decision."""
+
+    id: str
+    session_id: str
+    run_id: str | None
+    tool_call_id: str | None
+    options: JsonValue
+
+
 async def pending_permissions(
     db: AsyncSession, session_id: str | None = None
-) -> Sequence[Permission]:
-    query = select(Permission).where(Permission.outcome.is_(None))
+) -> list[PendingPermission]:
+    """The requests without a decision (of one session, or all), read with the table's
+    own columns (start-up recovery: no ORM mapper configured, no ORM compilation)."""
+    t = Permission.__table__.c
+    query = select(t.id, t.session_id, t.run_id, t.tool_call_id, t.options)
+    query = query.where(t.outcome.is_(None))
     if session_id is not None:
-        query = query.where(Permission.session_id == session_id)
-    return (await db.execute(query)).scalars().all()
+        query = query.where(t.session_id == session_id)
+    return [PendingPermission(*row) for row in await db.execute(query)]
 
 
 async def insert_permission(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
+import msgspec
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,6 +15,7 @@ from store.jsontypes import JsonValue
 from store.models import Run, SessionRecord, ToolCall
 
 __all__ = [
+    "RunBrief",
     "ToolCallValues",
     "RunFilter",
     "get_run",
@@ -37,8 +38,7 @@ _TOOL_CALLS: Table = ToolCall.__table__  # type: ignore[assignment] # declarativ
 _UPDATE_TOOL_CALL = update(_TOOL_CALLS).where(_TOOL_CALLS.c.id == bindparam("row_id"))
 
 
-@dataclass(frozen=True)
-class RunFilter:
+class RunFilter(msgspec.Struct, frozen=True):
     session_id: str | None = None
     repo_id: str | None = None
     agent_id: str | None = None
@@ -135,8 +135,22 @@ async def last_step(db: AsyncSession, run_id: str) -> int:
     return int((await db.execute(query)).scalar() or 0)
 
 
-async def runs_with_status(db: AsyncSession, status: str) -> Sequence[Run]:
-    return (await db.execute(select(Run).where(Run.status == status))).scalars().all()
+class RunBrief(msgspec.Struct, frozen=True):
+    """What start-up recovery reads of a run."""
+
+    id: str
+    session_id: str
+    agent_id: str
+    created_at: datetime
+    step_count: int
+
+
+async def runs_with_status(db: AsyncSession, status: str) -> list[RunBrief]:
+    """Every run with ``status``, read with the table's own columns: at start-up (the
+    recovery's reads) no ORM mapper is configured and no ORM statement compiled."""
+    t = Run.__table__.c
+    query = select(t.id, t.session_id, t.agent_id, t.created_at, t.step_count)
+    return [RunBrief(*row) for row in await db.execute(query.where(t.status == status))]
 
 
 async def running_runs(db: AsyncSession, session_id: str) -> Sequence[Run]:

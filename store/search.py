@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -116,8 +116,7 @@ def tsquery(words: Sequence[str]) -> str:
     return " & ".join(lexemes)
 
 
-@dataclass(frozen=True)
-class SearchFilter:
+class SearchFilter(msgspec.Struct, frozen=True):
     repo_id: str | None = None
     agent_id: str | None = None
     statuses: tuple[str, ...] = ()
@@ -126,8 +125,7 @@ class SearchFilter:
     visible_to: str | None = None  # a reader's id: team sessions and their own private ones
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True):
     session_id: str
     total: int  # how many sessions match (the same on every hit of a page)
     seq: int | None  # the best matching message; None when only the title matched

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,8 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class SessionFilter:
+class SessionFilter(msgspec.Struct, frozen=True):
     repo_id: str | None = None
     agent_id: str | None = None
     statuses: tuple[str, ...] = ()
@@ -46,7 +45,8 @@ async def lock_admission(db: AsyncSession) -> None:
 
 
 async def count_active_sessions(db: AsyncSession) -> int:
-    query = select(func.count()).select_from(SessionRecord).where(SessionRecord.status == "active")
+    table = SessionRecord.__table__  # the table's own columns: no ORM at start-up (recovery)
+    query = select(func.count()).select_from(table).where(table.c.status == "active")
     return int((await db.execute(query)).scalar_one())
 
 

@@ -10,11 +10,11 @@ data, so the zone's UTC offsets over the range are computed here and applied wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypedDict
 from zoneinfo import ZoneInfo
 
+import msgspec
 from sqlalchemy import ColumnElement, Integer, Select, and_, case, func, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -35,8 +35,7 @@ GroupBy = Literal["day", "agent", "repo", "status", "user"]
 RUN_STATUSES = ("running", "completed", "failed", "cancelled", "paused", "interrupted")
 
 
-@dataclass(frozen=True)
-class StatsQuery:
+class StatsQuery(msgspec.Struct, frozen=True):
     start: datetime  # inclusive, aware
     end: datetime  # exclusive, aware
     tz: str = "UTC"

@@ -18,8 +18,9 @@ as before; so are ranges whose tails would need raw runs or would share a UTC da
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+import msgspec
 
 from store.rollup import DAY
 
@@ -29,8 +30,7 @@ _US = 1_000_000
 Piece = tuple[int, int, str]  # [from, to) in microseconds since the epoch, bucket label
 
 
-@dataclass
-class DayPlan:
+class DayPlan(msgspec.Struct):
     """The slots of the range's whole local days: DAY slot -> label, the tail slots by
     grain, and per tail (its UTC day, Unix seconds) the labels it is added to or taken
     from; ``edges`` are the pieces left to the ordinary plan. Every label is the local
@@ -39,11 +39,11 @@ class DayPlan:
     midnight, its last second for the day after."""
 
     ceil: bool = True
-    days: dict[int, str] = field(default_factory=dict)
-    tails: dict[int, list[int]] = field(default_factory=dict)
-    plus: dict[int, str] = field(default_factory=dict)
-    minus: dict[int, str] = field(default_factory=dict)
-    edges: list[Piece] = field(default_factory=list)
+    days: dict[int, str] = msgspec.field(default_factory=dict)
+    tails: dict[int, list[int]] = msgspec.field(default_factory=dict)
+    plus: dict[int, str] = msgspec.field(default_factory=dict)
+    minus: dict[int, str] = msgspec.field(default_factory=dict)
+    edges: list[Piece] = msgspec.field(default_factory=list)
 
 
 def cover(

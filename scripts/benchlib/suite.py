@@ -43,7 +43,7 @@ __all__ = ["FULL", "QUICK", "Sizes", "run_suite"]
 
 @dataclass(frozen=True)
 class Sizes:
-    startup_runs: int = 3
+    startup_runs: int = 5
     sqlite_text_rows: int = 50_000
     sqlite_tool_rows: int = 20_000
     agent_start_runs: int = 5

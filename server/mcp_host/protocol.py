@@ -4,8 +4,7 @@ line), and the results of ``initialize`` and ``tools/list``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import orjson
 
 from agent_bridge.jsonrpc import (
@@ -54,8 +53,7 @@ def initialize_result(version: str) -> JsonObject:
     }
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(msgspec.Struct, frozen=True):
     calls: list[Request | Notification]  # in order; responses to us are ignored
     batch: bool
     error: bytes | None  # a JSON-RPC error answer for an unreadable body

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
 
 import anyio
+import msgspec
 import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -22,12 +22,11 @@ __all__ = ["STREAM_BUFFER", "McpSession", "McpSessions"]
 STREAM_BUFFER = 8
 
 
-@dataclass
-class McpSession:
+class McpSession(msgspec.Struct):
     id: str
     protocol_version: str
-    inflight: dict[RequestId, anyio.CancelScope] = field(default_factory=dict)
-    streams: list[MemoryObjectSendStream[bytes]] = field(default_factory=list)
+    inflight: dict[RequestId, anyio.CancelScope] = msgspec.field(default_factory=dict)
+    streams: list[MemoryObjectSendStream[bytes]] = msgspec.field(default_factory=list)
 
     def cancel(self, request_id: RequestId) -> None:
         scope = self.inflight.get(request_id)

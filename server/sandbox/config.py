@@ -6,19 +6,18 @@ sandbox owns its part of the file."""
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from server.setting_values import host_patterns
-from server.settings import Settings, SettingsError
+from server.settings import Settings, SettingsError, read_agents_file
 
 __all__ = ["AgentSandbox", "load_agent_sandboxes"]
 
 
-@dataclass(frozen=True)
-class AgentSandbox:
+class AgentSandbox(msgspec.Struct, frozen=True):
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: tuple[str, ...] = ()  # host patterns the egress proxy lets through
@@ -61,10 +60,7 @@ def load_agent_sandboxes(settings: Settings) -> dict[str, AgentSandbox]:
     """Agent id -> its additions (agents without any are left out)."""
     if settings.agents_file is None:
         return {}
-    try:
-        data = tomllib.loads(Path(settings.agents_file).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"AGENTS_FILE={settings.agents_file} cannot be read: {exc}") from None
+    data = read_agents_file(settings.agents_file)
     table = data.get("agents", {})
     if not isinstance(table, dict):
         return {}

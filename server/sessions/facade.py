@@ -9,13 +9,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -63,8 +63,7 @@ __all__ = ["NewSession", "Sessions"]
 log = logging.getLogger("agent_sessions.sessions")
 
 
-@dataclass(frozen=True, slots=True)
-class NewSession:
+class NewSession(msgspec.Struct, frozen=True):
     """A create request, parsed and checked for form by the edge."""
 
     repo_id: str

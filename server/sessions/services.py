@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from agent_bridge import AgentCgroups
 from server.cluster import Cluster
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["CLEANUP_SECONDS", "Services"]
 
 
-@dataclass(frozen=True)
-class Services:
+class Services(msgspec.Struct, frozen=True):
     settings: Settings
     db: Database
     writer: Writer

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import anyio
+import msgspec
 
 from store.message_row import MessageRow, message_dict
 from store.operations import WriteOp
@@ -15,8 +15,7 @@ from store.operations import WriteOp
 __all__ = ["Draft", "Receipt"]
 
 
-@dataclass(slots=True)
-class Draft:
+class Draft(msgspec.Struct):
     """A message to store: everything but its id, seq and timestamp."""
 
     role: str

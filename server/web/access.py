@@ -20,8 +20,9 @@ everything. Lists (sessions, runs, statistics) filter out what a reader may not 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from server.sessions import Actor, NotFound
 from server.web.errors import ApiError
@@ -42,8 +43,7 @@ __all__ = [
 Scope = Literal["open", "any", "session", "run", "self", "token"]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     role: str = "viewer"
     scope: Scope = "any"
     drive: bool = False  # on a session or run: its owner only (and admins)

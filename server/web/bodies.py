@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import TypeVar
 
@@ -53,8 +52,7 @@ def _is_int(kind: inspect.Type) -> bool:
     return isinstance(kind, inspect.IntType)
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(msgspec.Struct, frozen=True):
     name: str  # the Python attribute
     wire: str  # the camelCase name clients send
     annotation: object  # for msgspec.convert

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["AppState", "app_state"]
 
 
-@dataclass
-class AppState:
+class AppState(msgspec.Struct):
     settings: Settings
     writer: Writer
     broker: Broker

@@ -157,3 +157,35 @@ async def test_a_terminal_runs_in_its_agents_cgroup_and_never_makes_one(
     finally:
         await host.close()
         remove_cgroup(str(cgroup))
+
+
+@pytest.mark.anyio
+async def test_an_agent_start_waits_for_the_cgroups_made_off_the_start_up_path(kind: str) -> None:
+    """The server makes its cgroups on a worker thread once its rows are recovered (the
+    kernel's first join costs ~20 ms, past readiness): an agent started meanwhile waits for
+    them, never starting outside a cgroup."""
+    import anyio
+
+    cgroups = AgentCgroups(owner_marker(f"db-{os.getpid()}", "node:wait"), kind)
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(cgroups.run_start)
+            assert cgroups.base is None  # still being made on its thread
+            base = await cgroups.ready()
+        assert base is not None and base == cgroups.base and base.is_dir()
+    finally:
+        cgroups.release()
+
+
+def test_a_process_joins_with_the_interpreter_where_there_is_no_shell(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_bridge import cgroups as module
+
+    joins = [["/nonexistent/sh", "-c", "exit 0"], *module._JOINS[1:]]
+    monkeypatch.setattr(module, "_JOINS", joins)
+    cgroups = AgentCgroups(owner_marker(f"db-{os.getpid()}", "node:noshell"), kind)
+    try:
+        assert cgroups.prepare() is not None
+    finally:
+        cgroups.release()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import shlex
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.sessions.agents.mcp_servers import McpServer, parse_mcp_servers
-from server.settings import Settings, SettingsError
+from server.settings import Settings, SettingsError, read_agents_file
 
 __all__ = ["DEFAULT_AGENT_ID", "AgentConfig", "load_agents"]
 
@@ -44,10 +43,7 @@ def load_agents(settings: Settings) -> dict[str, AgentConfig]:
     agents = {DEFAULT_AGENT_ID: AgentConfig(DEFAULT_AGENT_ID, settings.agent_command, default=True)}
     if settings.agents_file is None:
         return agents
-    try:
-        data = tomllib.loads(Path(settings.agents_file).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"AGENTS_FILE={settings.agents_file} cannot be read: {exc}") from None
+    data = read_agents_file(settings.agents_file)
     catalog = parse_mcp_servers(data)
     agents[DEFAULT_AGENT_ID] = AgentConfig(
         DEFAULT_AGENT_ID, settings.agent_command, default=True, mcp_catalog=catalog

@@ -4,9 +4,9 @@ messages), message pages, and the WebSocket's replay pages."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.sessions.records import get_record
@@ -20,8 +20,7 @@ from store.message_row import MessageRow
 __all__ = ["Listing", "SessionPage"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPage:
+class SessionPage(msgspec.Struct, frozen=True):
     """A session, its repository and (when asked for) messages, read in one snapshot."""
 
     record: SessionRecord

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, TypedDict
 
+import msgspec
 import orjson
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
@@ -126,12 +126,11 @@ async def export_lines(database: Database, record: SessionRecord) -> AsyncIterat
 # -- import --------------------------------------------------------------------------------
 
 
-@dataclass
-class Archive:
+class Archive(msgspec.Struct):
     """A parsed archive: the optional header and the message rows (without ids)."""
 
     header: ImportHeader | None = None
-    rows: list[ArchivedMessage] = field(default_factory=list)
+    rows: list[ArchivedMessage] = msgspec.field(default_factory=list)
 
 
 def _bad(line: int, message: str) -> Invalid:

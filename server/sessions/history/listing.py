@@ -4,8 +4,9 @@ match words of a search; each listed session with its runs, usage and repository
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
+
+import msgspec
 
 from server.sessions.records import get_record
 from server.sessions.services import Services
@@ -17,8 +18,7 @@ from store import search as search_store
 __all__ = ["Listed", "SessionPage", "SessionQuery", "list_sessions", "listed_session"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionQuery:
+class SessionQuery(msgspec.Struct, frozen=True):
     """What a client asked of the list, already checked. ``words``: a search (its page
     by ``offset`` only), None without one."""
 
@@ -36,8 +36,7 @@ class SessionQuery:
     visible_to: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
+class Listed(msgspec.Struct, frozen=True):
     """One session as listed."""
 
     record: SessionRecord
@@ -46,9 +45,8 @@ class Listed:
     match: search_store.Hit | None = None
 
 
-@dataclass(slots=True)
-class SessionPage:
-    sessions: list[Listed] = field(default_factory=list)
+class SessionPage(msgspec.Struct):
+    sessions: list[Listed] = msgspec.field(default_factory=list)
     total: int = 0
     # (moment, id) of the page's last session when more follow: the next page's cursor
     next_after: tuple[datetime, str] | None = None

@@ -17,11 +17,11 @@ import re
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import msgspec
 import orjson
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
@@ -131,8 +131,7 @@ def mcp_url(settings: Settings, session_id: str, *, isolated: bool = False) -> s
 # -- answers ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     result: JsonValue
     content: list[JsonObject] | None
     is_error: bool
@@ -180,13 +179,12 @@ def tool_error(text: str) -> JsonObject:
 # -- one agent process's calls --------------------------------------------------------------
 
 
-@dataclass
-class PendingCall:
+class PendingCall(msgspec.Struct):
     call_id: str
     run_id: str | None
     content: JsonObject  # the stored message, ``outcome`` still null
-    decided: anyio.Event = field(default_factory=anyio.Event)
-    committed: anyio.Event = field(default_factory=anyio.Event)
+    decided: anyio.Event = msgspec.field(default_factory=anyio.Event)
+    committed: anyio.Event = msgspec.field(default_factory=anyio.Event)
     answer: Answer | None = None
     outcome: str | None = None
 

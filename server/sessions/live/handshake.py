@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 import anyio
+import msgspec
 
 from agent_bridge import AcpClient, AgentExited, AgentStartError, ProtocolBroken, RpcError
 from agent_bridge.jsontypes import JsonObject
@@ -28,8 +28,7 @@ __all__ = ["Restore", "Started", "choose_mcp_servers", "handshake", "last_cost"]
 log = logging.getLogger("agent_sessions.sessions")
 
 
-@dataclass
-class Restore:
+class Restore(msgspec.Struct):
     """How to bring an agent up: a fresh session, or the agent's own earlier one."""
 
     agent_session_id: str | None = None
@@ -37,15 +36,14 @@ class Restore:
     mcp_servers: tuple[str, ...] = ()  # MCP servers a new session adds, by name
 
 
-@dataclass
-class Started:
+class Started(msgspec.Struct):
     """What the handshake learned: whether the next prompt must hand the agent the stored
     transcript, the agent's cost so far (None: a fresh session, nothing to restore), and
     the MCP servers it could not take."""
 
     needs_context: bool
     cost_seen: float | None = None
-    mcp_refused: list[str] = field(default_factory=list)
+    mcp_refused: list[str] = msgspec.field(default_factory=list)
 
 
 async def handshake(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import anyio
+import msgspec
 
 from agent_bridge.jsontypes import JsonObject
 from server.sessions.errors import Conflict, NotFound
@@ -19,8 +19,7 @@ from store.operations import WriteOp
 __all__ = ["PendingRequest", "RequestKind"]
 
 
-@dataclass(frozen=True)
-class RequestKind:
+class RequestKind(msgspec.Struct, frozen=True):
     """What tells a permission request from an elicitation."""
 
     name: str  # the message type and the ``<name>_not_found`` code
@@ -44,14 +43,13 @@ class RequestKind:
         return Conflict(self.answered_code, self.answered_message)
 
 
-@dataclass
-class PendingRequest:
+class PendingRequest(msgspec.Struct):
     kind: RequestKind
     request_id: str
     run_id: str | None
     tool_call_id: str | None
     content: JsonObject  # the stored message, ``outcome`` still null
-    asked: float = field(default_factory=time.monotonic)
-    decided: anyio.Event = field(default_factory=anyio.Event)
-    committed: anyio.Event = field(default_factory=anyio.Event)
+    asked: float = msgspec.field(default_factory=time.monotonic)
+    decided: anyio.Event = msgspec.field(default_factory=anyio.Event)
+    committed: anyio.Event = msgspec.field(default_factory=anyio.Event)
     outcome: JsonObject | None = None

@@ -14,9 +14,10 @@ import base64
 import binascii
 import hashlib
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from agent_bridge import Workspace, WorkspaceError
 from agent_bridge.acp_types import ContentBlock
@@ -48,8 +49,7 @@ def sniff_image(data: bytes) -> str | None:
     return None
 
 
-@dataclass
-class PromptContent:
+class PromptContent(msgspec.Struct):
     """What one prompt becomes."""
 
     text: str
@@ -58,7 +58,7 @@ class PromptContent:
     """The ACP prompt."""
     stored: TextContent
     """The stored user message's content."""
-    attachments: list[Attachment] = field(default_factory=list)
+    attachments: list[Attachment] = msgspec.field(default_factory=list)
     """Kept once per session with the prompt (``store.operations.KeepAttachments``)."""
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
+import msgspec
 
 from server.sessions.errors import Conflict, NotFound, TurnInProgress
 from server.sessions.live.prompt_content import PromptContent
@@ -57,13 +57,12 @@ class QueueFull(Conflict):
         )
 
 
-@dataclass
-class Queued:
+class Queued(msgspec.Struct):
     run_id: str
     text: str
     content: PromptContent | None
     # set once the queued run's row is committed: starting it updates that row
-    stored: anyio.Event = field(default_factory=anyio.Event)
+    stored: anyio.Event = msgspec.field(default_factory=anyio.Event)
 
 
 class PromptQueue:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from agent_bridge import (
@@ -55,10 +56,9 @@ log = logging.getLogger("agent_sessions.session")
 OUT_OF_MEMORY = "agent_out_of_memory"
 
 
-@dataclass
-class Stop:
+class Stop(msgspec.Struct):
     run_status: str
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = msgspec.field(default_factory=anyio.Event)
 
 
 class LiveSession:
@@ -208,7 +208,7 @@ class LiveSession:
             argv=argv,
             cwd=self.repo_path,
             env=self.env,
-            cgroup=None if self.services.cgroups is None else self.services.cgroups.base,
+            cgroup=None if self.services.cgroups is None else await self.services.cgroups.ready(),
             sandbox=wall,
             limits=None if wall is None or sandbox is None else sandbox.limits,
         )

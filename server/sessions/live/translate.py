@@ -6,7 +6,7 @@ being streamed and the merged state of each tool call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import (
@@ -62,8 +62,7 @@ def tool_status(acp_status: str | None) -> ToolStatus:
     return _TOOL_STATUSES.get(acp_status or "", "pending")
 
 
-@dataclass
-class Output:
+class Output(msgspec.Struct):
     """One message to store (role + content), with the frame it came from."""
 
     role: str
@@ -76,9 +75,8 @@ class Output:
         return as_json(self.content)
 
 
-@dataclass
-class ToolState:
-    fields: JsonObject = field(default_factory=dict)  # the agent's fields, type-checked
+class ToolState(msgspec.Struct):
+    fields: JsonObject = msgspec.field(default_factory=dict)  # the agent's fields, type-checked
 
     def merge(self, update: JsonObject) -> None:
         for name in _TOOL_FIELDS:

@@ -94,6 +94,7 @@ class Supervisor:
                     tg.start_soon(live.stop, "interrupted")
         cgroups = self.services.cgroups
         if cgroups is not None:
+            await cgroups.ready()  # a start-up sweep still running ends first
             await anyio.to_thread.run_sync(cgroups.release)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
@@ -325,16 +326,16 @@ class Supervisor:
     async def recover(self) -> None:
         """After a crash: kill what a dead process of this node left, interrupt its running
         runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
-        async with anyio.create_task_group() as tg:  # the processes and the rows at once
-            tg.start_soon(anyio.to_thread.run_sync, self._kill_leftovers)
-            await self.recover_sessions(None)
+        await self.recover_sessions(None)
         async with self.services.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))
-
-    def _kill_leftovers(self) -> None:
+        # The processes on worker threads, once the rows are done, and past readiness: an
+        # agent's start waits for its cgroups (``AgentCgroups.ready``); the orphans a dead
+        # process left carry its marker, never this one's, so none is taken for a new agent.
+        assert self._tg is not None, "recover() runs once run() started"
         if self.services.cgroups is not None:
-            self.services.cgroups.start()  # its stale cgroups first (off the start-up's path)
-        kill_orphans(self.owner)
+            await self._tg.start(self.services.cgroups.run_start)
+        self._tg.start_soon(anyio.to_thread.run_sync, kill_orphans, self.owner)
 
     async def recover_sessions(self, only: set[str] | None) -> None:
         """Interrupt the running runs and cancel the pending permissions of sessions

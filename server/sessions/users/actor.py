@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = ["ROLES", "Actor", "acting", "actor_ref", "current_actor", "signed"]
 
@@ -14,8 +15,7 @@ ROLES = ("admin", "member", "viewer")
 _RANK = {"viewer": 0, "member": 1, "admin": 2}
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(msgspec.Struct, frozen=True):
     """The person behind a request. ``user_id`` is None for the server's own admin
     (``API_TOKEN``, or nobody on loopback with no users): there is no user to name.
     ``keys`` name what revokes this actor's open connections (its token, sign-in, user)."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from server.sessions.workspaces.git import GitFailed, run_git
 
@@ -40,8 +41,7 @@ __all__ = [
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-@dataclass(frozen=True, slots=True)
-class Author:
+class Author(msgspec.Struct, frozen=True):
     name: str
     email: str
 

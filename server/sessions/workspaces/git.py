@@ -17,9 +17,10 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import msgspec
 
 __all__ = [
     "MIN_VERSION",
@@ -79,8 +80,7 @@ class GitFailed(GitError):
         super().__init__(f"git {args[0] if args else ''} failed ({code}): {first[0]}")
 
 
-@dataclass(frozen=True, slots=True)
-class GitResult:
+class GitResult(msgspec.Struct, frozen=True):
     code: int
     stdout: bytes
     stderr: str

@@ -7,7 +7,8 @@ recomputed by another algorithm (whose hunks would differ)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 __all__ = ["Hunk", "HunkMismatch", "parse_hunks", "unapply"]
 
@@ -18,14 +19,13 @@ class HunkMismatch(Exception):
     """The file no longer holds what the hunk says it added (it changed meanwhile)."""
 
 
-@dataclass(slots=True)
-class Hunk:
+class Hunk(msgspec.Struct):
     old_start: int
     old_count: int
     new_start: int
     new_count: int
-    old_lines: list[bytes] = field(default_factory=list)
-    new_lines: list[bytes] = field(default_factory=list)
+    old_lines: list[bytes] = msgspec.field(default_factory=list)
+    new_lines: list[bytes] = msgspec.field(default_factory=list)
 
     def new_index(self) -> int:
         """Where the hunk's new lines start, counted from 0 (``+c,0`` inserts after c)."""

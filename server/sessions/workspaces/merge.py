@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from server.sessions.workspaces.checkpoints import Author, git_dir, private_index, snapshot
 from server.sessions.workspaces.git import run_git
@@ -24,13 +25,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class MergeOutcome:
+class MergeOutcome(msgspec.Struct, frozen=True):
     """``commit`` set on success; ``conflicts`` or ``dirty`` on refusal; ``up_to_date``
     when there is nothing to merge."""
 
     commit: str | None = None
-    conflicts: list[str] = field(default_factory=list)
+    conflicts: list[str] = msgspec.field(default_factory=list)
     dirty: Path | None = None
     up_to_date: bool = False
 

@@ -11,9 +11,10 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
+
+import msgspec
 
 from agent_bridge import Workspace
 from agent_bridge.workspace import FileNotFound, FileRefused, PathOutsideWorkspace
@@ -53,8 +54,7 @@ TurnRunning = Callable[[str], bool]
 so that this module never sees the registry)."""
 
 
-@dataclass(slots=True)
-class LineComment:
+class LineComment(msgspec.Struct):
     """One line comment of a review request (already checked for shape); ``path`` becomes
     relative to the workspace once confined."""
 
@@ -64,8 +64,7 @@ class LineComment:
     body: str
 
 
-@dataclass(frozen=True, slots=True)
-class FileRead:
+class FileRead(msgspec.Struct, frozen=True):
     """What ``GET …/file`` answers: the bytes and whether they are text."""
 
     data: bytes

@@ -12,11 +12,11 @@ import logging
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 import anyio
+import msgspec
 
 from server.sessions.errors import (
     Conflict,
@@ -91,8 +91,7 @@ class WorkspaceColumns(TypedDict):
     base_commit: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     """What a new session's workspace will be; ``columns(id)`` fills its record."""
 
     root: Path

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal, TypedDict
+
+import msgspec
 
 from agent_bridge import Workspace
 from agent_bridge.workspace import security_logger
@@ -44,8 +45,7 @@ class Entry(TypedDict):
     size: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class FileBytes:
+class FileBytes(msgspec.Struct, frozen=True):
     data: bytes
     size: int
     """The file's whole size (``data`` may be empty when it is over the limit)."""

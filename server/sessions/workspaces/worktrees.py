@@ -13,8 +13,9 @@ import contextlib
 import json
 import logging
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from server.sessions.workspaces.git import GitFailed, run_git
 
@@ -33,8 +34,7 @@ log = logging.getLogger("agent_sessions.workspaces")
 DIRECTORY = ".worktrees"
 
 
-@dataclass(frozen=True, slots=True)
-class NewWorktree:
+class NewWorktree(msgspec.Struct, frozen=True):
     path: Path
     branch: str
 
