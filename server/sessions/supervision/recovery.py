@@ -103,8 +103,9 @@ async def recover_sessions(
 
         writer.submit(run.session_id, drafts, [InterruptRun(run.session_id, run.id, now, duration)])
         metrics.observe_run(run.agent_id, "interrupted")
-    await writer.submit(None).wait()
     if runs or pending or elicitations or calls:
+        await writer.submit(None).wait()  # all of it stored (a start with nothing to
+        # recover opens no write transaction: the writer's first connection waits for a write)
         log.warning(
             "recovered after an unclean stop",
             extra={
