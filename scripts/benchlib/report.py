@@ -111,12 +111,14 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         )
     startup = r["startup"]
     limit = startup.get("stack_median_s") or startup["bare_median_s"]  # older results
+    # the median of each round's ratio (the two started back to back), where measured
+    ratio = startup.get("stack_ratio_median", startup["median_s"] / limit)
     out.append(
         {
             "target": f"start-up (schema current) ≤ {TARGET_STARTUP_RATIO:g} × bare uvicorn"
-            " with SQLAlchemy's asyncio ORM opening the database (medians)",
-            "value": startup["median_s"] / limit,
-            "met": startup["median_s"] <= TARGET_STARTUP_RATIO * limit,
+            " with SQLAlchemy's asyncio ORM opening the database (median of the rounds)",
+            "value": ratio,
+            "met": ratio <= TARGET_STARTUP_RATIO,
         }
     )
     return out
@@ -263,7 +265,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"{st['median_s']:.2f}",
                 f"bare stack {st['stack_median_s']:.2f}",
                 _x(st["median_s"], st["stack_median_s"]),
-                "the target's limit",
+                f"round ratios' median {st['stack_ratio_median']:.2f}×"
+                if "stack_ratio_median" in st
+                else "the target's limit",
             )
         )
     if "first_median_s" in st:
