@@ -1,6 +1,7 @@
 """``python -m benchlib [--quick] [--out DIR]``: run the suite, print the table, write
 ``latest.json`` and ``latest.md`` (with ``notes.md`` from the same folder appended).
-``--only startup`` runs the start-up phase alone and prints its figures (no files)."""
+``--only startup`` (or ``sandbox``) runs that phase alone and prints its figures (no
+files)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.procs import ROOT
+from benchlib.procs import ROOT, Tracker
 from benchlib.report import table, write
+from benchlib.sandbox import phase_sandbox
 from benchlib.suite import FULL, QUICK, Context, Sizes, phase_startup, run_suite
 
 
@@ -33,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         "--keep", action="store_true", help="keep the temporary directory (logs, databases)"
     )
     parser.add_argument(
-        "--only", choices=["startup"], help="run this phase alone; print its figures as JSON"
+        "--only",
+        choices=["startup", "sandbox"],
+        help="run this phase alone; print its figures as JSON",
     )
     args = parser.parse_args(argv)
     from server import malloc
@@ -48,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"working in {workdir}")
     if args.only == "startup":
         return _startup_only(QUICK if args.quick else FULL, workdir, log)
+    if args.only == "sandbox":
+        return _sandbox_only(QUICK if args.quick else FULL, workdir)
     try:
         results = run_suite(QUICK if args.quick else FULL, workdir, log)
     except Exception:
@@ -72,6 +78,17 @@ def _startup_only(sizes: Sizes, workdir: Path, log: Any) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     result["ratio_bare"] = result["median_s"] / result["bare_median_s"]
     result["ratio_stack"] = result["median_s"] / result["stack_median_s"]
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _sandbox_only(sizes: Sizes, workdir: Path) -> int:
+    tracker = Tracker()
+    try:
+        result = phase_sandbox(tracker, workdir, sizes.sandbox_runs)
+    finally:
+        tracker.stop_all()
+        shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result, indent=2))
     return 0
 
