@@ -40,6 +40,8 @@ __all__ = [
     "PromptCapabilities",
     "ReviewComment",
     "ReviewContent",
+    "CommitContent",
+    "MergeContent",
     "ClientToolContent",
     "RunContent",
     "StatusContent",
@@ -149,6 +151,29 @@ class ReviewContent(TypedDict):
     path: str
     hunks: list[int] | None
     by: ChangedBy
+
+
+class CommitContent(TypedDict):
+    """``review`` with ``action: "commit"``: a person committed the worktree's changes on
+    the session's branch; ``by`` is ``{id, name}`` (None without users)."""
+
+    type: Literal["review"]
+    action: Literal["commit"]
+    commit: str
+    branch: str
+    files: list[str]
+    by: JsonValue
+
+
+class MergeContent(TypedDict):
+    """``review`` with ``action: "merge"``: a person merged the session's branch."""
+
+    type: Literal["review"]
+    action: Literal["merge"]
+    commit: str | None
+    into: str
+    strategy: str
+    by: JsonValue
 
 
 class ClientToolContent(TypedDict):

@@ -297,3 +297,38 @@ def test_who_answered_and_usage_by_user(app_client: Any) -> None:
     assert decided["content"]["by"] == {"id": me["id"], "name": "pat"}
     stats = client.get("/api/stats", params={"groupBy": "user"}, headers=member).json()
     assert [(b["key"], b["runs"]) for b in stats["buckets"]] == [(me["id"], 1)]
+
+
+def test_a_commit_and_a_merge_name_who_made_them(app_client: Any, tmp_path: Path) -> None:
+    """``by: {id, name}`` on the ``review`` messages a member's commit and merge leave,
+    beside the answers' own ``by``."""
+    from tests.server.test_history import run_turn
+    from tests.workspaces.support import git
+
+    demo = tmp_path / "workspace" / "demo"  # app_client's repository: a first commit
+    git(demo, "add", "-A")
+    git(demo, "commit", "-q", "-m", "initial")
+    client = app_client()
+    _, admin = first_admin(client)
+    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
+    made = client.post(
+        "/api/users", json={"name": "pat", "role": "member"}, headers=bearer(admin)
+    ).json()
+    me, member = made["user"], bearer(made["token"])
+    client.headers.update(member)
+    created = client.post("/api/sessions", json={"repoId": repo, "isolation": "worktree"})
+    assert created.status_code == 201, created.text
+    sid = created.json()["id"]
+    assert run_turn(client, sid, "write notes.txt hello", answer="allow").status == "completed"
+    committed = client.post(f"/api/sessions/{sid}/commit", json={"message": "notes"})
+    merged = client.post(f"/api/sessions/{sid}/merge", json={})
+    assert committed.status_code == 201 and merged.status_code == 200, merged.text
+    who = {"id": me["id"], "name": "pat"}
+    assert committed.json()["by"] == who and merged.json()["by"] == who
+    messages = client.get(f"/api/sessions/{sid}/messages").json()["messages"]
+    recorded = [
+        (m["content"]["action"], m["content"]["by"])
+        for m in messages
+        if m["content"]["type"] == "review"
+    ]
+    assert recorded == [("commit", who), ("merge", who)]

@@ -385,3 +385,41 @@ def test_commit_and_restore_are_refused_while_a_turn_runs(
     assert (path / "notes.txt").read_text() == "one"
     assert repo_state(proj)["refs"] == before["refs"]
     assert wt_client.post(f"/api/sessions/{sid}/cancel").status_code == 202
+
+
+def review_messages(client: TestClient, session_id: str) -> list[dict[str, Any]]:
+    messages = client.get(f"/api/sessions/{session_id}/messages").json()["messages"]
+    return [m["content"] for m in messages if m["content"]["type"] == "review"]
+
+
+def test_commit_and_merge_leave_a_line_in_the_conversation(
+    wt_client: TestClient, proj_id: str, proj: Path
+) -> None:
+    """API.md "Who did what": commits and merges carry ``by`` in their content (null
+    without users); the conversation shows what was committed and merged, and where."""
+    session = worktree_session(wt_client, proj_id)
+    sid, branch = session["id"], session["workspace"]["branch"]
+    write(wt_client, sid, "notes.txt", "hello")
+    commit = wt_client.post(f"/api/sessions/{sid}/commit", json={"message": "notes"}).json()
+    refused = wt_client.post(f"/api/sessions/{sid}/commit", json={"message": "again"})
+    assert refused.status_code == 409  # nothing to commit: nothing recorded either
+    merged = wt_client.post(f"/api/sessions/{sid}/merge", json={"strategy": "squash"}).json()
+    assert review_messages(wt_client, sid) == [
+        {
+            "type": "review",
+            "action": "commit",
+            "commit": commit["commit"],
+            "branch": branch,
+            "files": ["notes.txt"],
+            "by": None,
+        },
+        {
+            "type": "review",
+            "action": "merge",
+            "commit": merged["commit"],
+            "into": "main",
+            "strategy": "squash",
+            "by": None,
+        },
+    ]
+    assert git(proj, "rev-parse", "main") == merged["commit"]

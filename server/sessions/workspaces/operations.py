@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from agent_bridge.jsontypes import JsonObject
+from server.contents import CommitContent, MergeContent, as_json
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.records import get_record
 from server.sessions.services import Services
 from server.sessions.supervision.registry import Registry
-from server.sessions.users.actor import signed
+from server.sessions.users.actor import actor_ref, signed
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import (
     Changes,
@@ -25,6 +27,7 @@ from server.sessions.workspaces.service import (
     in_thread,
     session_lock,
 )
+from server.stream.writer import Draft
 from store import SessionRecord
 from store import repos as repo_store
 from store import runs as run_store
@@ -128,8 +131,23 @@ async def commit(
         if made is None:
             raise Conflict("nothing_to_commit", "The worktree has no change to commit.")
         found = await in_thread(diff_trees, path, head or checkpoints.EMPTY_TREE, made, 0)
+    content: CommitContent = {
+        "type": "review",
+        "action": "commit",
+        "commit": made,
+        "branch": record.branch,
+        "files": [f["path"] for f in found["files"]],
+        "by": actor_ref(),
+    }
+    await _record(services, record, as_json(content))
     log.info("worktree committed", extra={"session_id": session_id, "commit": made})
     return {"commit": made, "files": found["files"]}
+
+
+async def _record(services: Services, record: SessionRecord, content: JsonObject) -> None:
+    """A ``review`` message in the session's log: who committed or merged, and what."""
+    services.writer.open_session(record.id, record.last_seq)
+    await services.writer.submit(record.id, [Draft("system", content)]).wait()
 
 
 async def merge_session(
@@ -175,6 +193,15 @@ async def merge_session(
             {"path": str(outcome.dirty), "into": target},
         )
     await record_merged(services.writer, session_id, outcome.commit, target)
+    merged: MergeContent = {
+        "type": "review",
+        "action": "merge",
+        "commit": outcome.commit,
+        "into": target,
+        "strategy": strategy,
+        "by": actor_ref(),
+    }
+    await _record(services, record, as_json(merged))
     log.info("session merged", extra={"session_id": session_id, "into": target})
     return {"commit": outcome.commit, "into": target}
 

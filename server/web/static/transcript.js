@@ -363,14 +363,30 @@ export class Transcript {
 
   /** A change a person undid in review. */
   addReview(message, content) {
-    if (content.action !== "revert") return;
-    this.closeAll();
-    const hunks = Array.isArray(content.hunks) && content.hunks.length
-      ? ` (hunk${content.hunks.length === 1 ? "" : "s"} ${content.hunks.map((i) => i + 1).join(", ")})` : "";
-    this.append(h("div.note.review-note", {},
-      h("span.note-mark", { "aria-hidden": "true" }, "↶"),
-      `Reverted in review: `, h("code", {}, content.path || ""), hunks, " · ",
-      h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp))));
+    const stamp = h("time.ago", { datetime: message.timestamp, title: when(message.timestamp) }, ago(message.timestamp));
+    const by = content.by && typeof content.by === "object" ? [` by ${personName(content.by)}`] : [];
+    const short = (commit) => h("code", {}, String(commit || "").slice(0, 12));
+    if (content.action === "revert") {
+      this.closeAll();
+      const hunks = Array.isArray(content.hunks) && content.hunks.length
+        ? ` (hunk${content.hunks.length === 1 ? "" : "s"} ${content.hunks.map((i) => i + 1).join(", ")})` : "";
+      this.append(h("div.note.review-note", {},
+        h("span.note-mark", { "aria-hidden": "true" }, "↶"),
+        `Reverted in review: `, h("code", {}, content.path || ""), hunks, " · ", stamp));
+    } else if (content.action === "commit") {
+      this.closeAll();
+      const files = Array.isArray(content.files) ? content.files.length : 0;
+      this.append(h("div.note.review-note.commit-note", {},
+        h("span.note-mark", { "aria-hidden": "true" }, "●"),
+        "Committed ", short(content.commit), ` on ${content.branch || "the branch"} (${files} file${files === 1 ? "" : "s"})`,
+        ...by, " · ", stamp));
+    } else if (content.action === "merge") {
+      this.closeAll();
+      this.append(h("div.note.review-note.merge-note", {},
+        h("span.note-mark", { "aria-hidden": "true" }, "⤵"),
+        `Merged into ${content.into || "?"}`, content.commit ? [" as ", short(content.commit)] : "",
+        content.strategy === "squash" ? " (squashed)" : "", ...by, " · ", stamp));
+    }
   }
 
   runEndSeq(runId) {
