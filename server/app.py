@@ -185,15 +185,10 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.monotoni
                 if cluster.enabled:
                     revocations.publish = cluster.publish_revocation
                     cluster.on_revoked = revocations.revoked_here
+                users = Users(db, settings, revocations)
+                tg.start_soon(users.sweep_removed)  # what the CLI removes closes its sockets
                 app.state.agent_sessions = AppState(
-                    settings,
-                    writer,
-                    broker,
-                    domain,
-                    agents,
-                    cluster,
-                    Users(db, settings, revocations),
-                    SignIns(),
+                    settings, writer, broker, domain, agents, cluster, users, SignIns()
                 )
                 log.info("ready", extra={"event": "ready"})
                 try:

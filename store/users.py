@@ -21,6 +21,7 @@ __all__ = [
     "delete_login",
     "delete_token",
     "delete_user",
+    "existing",
     "get_token",
     "get_user",
     "get_user_by_name",
@@ -134,3 +135,18 @@ async def count_active_sessions_of(db: AsyncSession, owner_id: str) -> int:
         .where(SessionRecord.owner_id == owner_id, SessionRecord.status == "active")
     )
     return int((await db.execute(query)).scalar_one())
+
+
+async def existing(
+    db: AsyncSession, users: Sequence[str], tokens: Sequence[str], logins: Sequence[str]
+) -> tuple[set[str], set[str], set[str]]:
+    """Which of these user, token and sign-in ids are still in the database."""
+    found: list[set[str]] = []
+    for model, ids in ((User, users), (ApiToken, tokens), (Login, logins)):
+        if not ids:
+            found.append(set())
+            continue
+        column = model.__table__.c.id
+        rows = await db.execute(select(column).where(column.in_(list(ids))))
+        found.append({str(row[0]) for row in rows})
+    return found[0], found[1], found[2]

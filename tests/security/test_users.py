@@ -174,6 +174,47 @@ def test_revoking_a_token_closes_its_open_websocket_at_once(app_client: Any) -> 
     assert_error(client.get("/api/me", headers=bearer(member)), 401, "unauthorized")
 
 
+def test_a_user_removed_by_the_cli_loses_its_open_websocket_within_a_second(
+    app_client: Any, tmp_path: Path
+) -> None:
+    """``agent-sessions users remove`` runs beside the server on the same database (a
+    SQLite file here: no cluster notice): the server sees the rows gone and closes the
+    user's WebSocket with 4401 within a second."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import settings_env
+
+    client = app_client()
+    _, admin = first_admin(client)
+    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
+    made = client.post(
+        "/api/users", json={"name": "ria", "role": "member"}, headers=bearer(admin)
+    ).json()
+    member = made["token"]
+    session = client.post("/api/sessions", json={"repoId": repo}, headers=bearer(member)).json()
+    env = {**os.environ, **settings_env(tmp_path, tmp_path / "workspace")}
+    with client.websocket_connect(f"/ws/sessions/{session['id']}?token={member}") as ws:
+        while ws.receive_json()["type"] != "live":
+            pass
+        removed = subprocess.run(
+            [sys.executable, "-m", "server.cli", "users", "remove", "ria"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        removed_at = time.monotonic()
+        assert removed.returncode == 0, removed.stderr
+        with pytest.raises(WebSocketDisconnect) as closed:
+            while True:
+                ws.receive_json()
+    assert closed.value.code == 4401
+    assert time.monotonic() - removed_at < 1.0
+    assert_error(client.get("/api/me", headers=bearer(member)), 401, "unauthorized")
+
+
 def test_browser_sign_in_cookie(app_client: Any) -> None:
     client = app_client()
     _, admin = first_admin(client)

@@ -37,6 +37,10 @@ class Revocations:
 
         return unwatch
 
+    def watched(self) -> list[str]:
+        """Every key an open connection waits on."""
+        return list(self._watchers)
+
     def revoked_here(self, keys: Iterable[str]) -> int:
         """Call the watchers of ``keys`` on this node; how many were called."""
         called: set[Callable[[], None]] = set()

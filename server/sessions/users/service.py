@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+import anyio
+
 from server.sessions.errors import Conflict, Invalid, NotFound
 from server.sessions.users.actor import ROLES, Actor
 from server.sessions.users.revocation import Revocations
@@ -24,6 +26,7 @@ __all__ = ["API_TOKEN_KEY", "UserError", "Users", "check_role"]
 
 log = logging.getLogger("agent_sessions.security")
 
+REMOVED_SWEEP_SECONDS = 0.5  # a removal by the CLI closes its sockets within a second
 API_TOKEN_KEY = "api_token"  # noqa: S105 - the revocation key of API_TOKEN's actor
 USED_EVERY = 60.0  # seconds between two writes of a token's lastUsedAt
 NAME_MAX = 255
@@ -62,6 +65,43 @@ class Users:
         self.settings = settings
         self.revocations = revocations
         self._used: dict[str, float] = {}
+
+    async def sweep_removed(self, interval: float = REMOVED_SWEEP_SECONDS) -> None:
+        """For ever: close (4401) the connections whose user, token or sign-in left the
+        database another way than through this server, which closes them at once (the
+        CLI's ``users remove`` on the same database; a revocation whose cluster notice
+        was lost). One query of the ids watched, when any are."""
+        while True:
+            await anyio.sleep(interval)
+            try:
+                gone = await self.removed(self.revocations.watched())
+            except Exception:
+                log.exception("reading which credentials were removed failed")
+                continue
+            if gone:
+                log.info(
+                    "credentials removed elsewhere",
+                    extra={"event": "revoked", "keys": len(gone)},
+                )
+                self.revocations.revoked_here(gone)
+
+    async def removed(self, keys: Sequence[str]) -> list[str]:
+        """The ``user:``, ``token:`` and ``login:`` keys whose row is gone."""
+        ids: dict[str, list[str]] = {"user": [], "token": [], "login": []}
+        for key in keys:
+            kind, _, value = key.partition(":")
+            if kind in ids and value:
+                ids[kind].append(value)
+        if not any(ids.values()):
+            return []
+        async with self.db.read() as db:
+            found = await user_store.existing(db, ids["user"], ids["token"], ids["login"])
+        return [
+            f"{kind}:{value}"
+            for (kind, values), present in zip(ids.items(), found, strict=True)
+            for value in values
+            if value not in present
+        ]
 
     # -- users -------------------------------------------------------------------------
 
