@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -146,32 +146,49 @@ def test_an_expired_token_is_refused_and_its_websocket_closed(app_client: Any) -
     assert_error(client.get("/api/me", headers=bearer(secret)), 401, "unauthorized")
 
 
-def test_revoking_a_token_closes_its_open_websocket_at_once(app_client: Any) -> None:
-    client = app_client()
+def member_with_a_session(
+    client: TestClient, name: str, **body: Any
+) -> tuple[str, dict[str, Any], str]:
+    """(admin token, the new member as made, the id of a session the member created)."""
     _, admin = first_admin(client)
     repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
     made = client.post(
-        "/api/users", json={"name": "mia", "role": "member"}, headers=bearer(admin)
+        "/api/users", json={"name": name, "role": "member"}, headers=bearer(admin)
     ).json()
-    member = made["token"]
-    session = client.post("/api/sessions", json={"repoId": repo}, headers=bearer(member)).json()
-    tokens = client.get(f"/api/users/{made['user']['id']}/tokens", headers=bearer(admin)).json()
-    with client.websocket_connect(f"/ws/sessions/{session['id']}?token={member}") as ws:
+    created = client.post(
+        "/api/sessions", json={"repoId": repo, **body}, headers=bearer(made["token"])
+    )
+    assert created.status_code == 201, created.text
+    return admin, made, str(created.json()["id"])
+
+
+def assert_closed_within_a_second(
+    client: TestClient, session_id: str, token: str, end: Callable[[], None]
+) -> None:
+    """A WebSocket opened with ``token`` closes with 4401 within a second of ``end()``."""
+    with client.websocket_connect(f"/ws/sessions/{session_id}?token={token}") as ws:
         while ws.receive_json()["type"] != "live":
             pass
-        revoked_at = time.monotonic()
-        assert (
-            client.delete(
-                f"/api/tokens/{tokens['tokens'][0]['id']}", headers=bearer(admin)
-            ).status_code
-            == 204
-        )
+        end()
+        ended_at = time.monotonic()
         with pytest.raises(WebSocketDisconnect) as closed:
             while True:
                 ws.receive_json()
     assert closed.value.code == 4401
-    assert time.monotonic() - revoked_at < 1.0
-    assert_error(client.get("/api/me", headers=bearer(member)), 401, "unauthorized")
+    assert time.monotonic() - ended_at < 1.0
+    assert_error(client.get("/api/me", headers=bearer(token)), 401, "unauthorized")
+
+
+def test_revoking_a_token_closes_its_open_websocket_at_once(app_client: Any) -> None:
+    client = app_client()
+    admin, made, session_id = member_with_a_session(client, "mia")
+    tokens = client.get(f"/api/users/{made['user']['id']}/tokens", headers=bearer(admin)).json()
+
+    def revoke() -> None:
+        revoked = client.delete(f"/api/tokens/{tokens['tokens'][0]['id']}", headers=bearer(admin))
+        assert revoked.status_code == 204
+
+    assert_closed_within_a_second(client, session_id, made["token"], revoke)
 
 
 def test_a_user_removed_by_the_cli_loses_its_open_websocket_within_a_second(
@@ -187,17 +204,10 @@ def test_a_user_removed_by_the_cli_loses_its_open_websocket_within_a_second(
     from tests.conftest import settings_env
 
     client = app_client()
-    _, admin = first_admin(client)
-    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
-    made = client.post(
-        "/api/users", json={"name": "ria", "role": "member"}, headers=bearer(admin)
-    ).json()
-    member = made["token"]
-    session = client.post("/api/sessions", json={"repoId": repo}, headers=bearer(member)).json()
+    _, made, session_id = member_with_a_session(client, "ria")
     env = {**os.environ, **settings_env(tmp_path, tmp_path / "workspace")}
-    with client.websocket_connect(f"/ws/sessions/{session['id']}?token={member}") as ws:
-        while ws.receive_json()["type"] != "live":
-            pass
+
+    def remove() -> None:
         removed = subprocess.run(
             [sys.executable, "-m", "server.cli", "users", "remove", "ria"],
             env=env,
@@ -205,14 +215,9 @@ def test_a_user_removed_by_the_cli_loses_its_open_websocket_within_a_second(
             text=True,
             timeout=60,
         )
-        removed_at = time.monotonic()
         assert removed.returncode == 0, removed.stderr
-        with pytest.raises(WebSocketDisconnect) as closed:
-            while True:
-                ws.receive_json()
-    assert closed.value.code == 4401
-    assert time.monotonic() - removed_at < 1.0
-    assert_error(client.get("/api/me", headers=bearer(member)), 401, "unauthorized")
+
+    assert_closed_within_a_second(client, session_id, made["token"], remove)
 
 
 def test_browser_sign_in_cookie(app_client: Any) -> None:
@@ -317,13 +322,8 @@ def test_who_answered_and_usage_by_user(app_client: Any) -> None:
     from tests.helpers import is_type, run_ended, wait_for_message
 
     client = app_client()
-    _, admin = first_admin(client)
-    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
-    made = client.post(
-        "/api/users", json={"name": "pat", "role": "member"}, headers=bearer(admin)
-    ).json()
+    _, made, sid = member_with_a_session(client, "pat")
     me, member = made["user"], bearer(made["token"])
-    sid = client.post("/api/sessions", json={"repoId": repo}, headers=member).json()["id"]
     run = client.post(
         f"/api/sessions/{sid}/prompt", json={"text": "write notes.txt hi"}, headers=member
     ).json()["runId"]
@@ -350,16 +350,9 @@ def test_a_commit_and_a_merge_name_who_made_them(app_client: Any, tmp_path: Path
     git(demo, "add", "-A")
     git(demo, "commit", "-q", "-m", "initial")
     client = app_client()
-    _, admin = first_admin(client)
-    repo = client.get("/api/repos", headers=bearer(admin)).json()["repos"][0]["id"]
-    made = client.post(
-        "/api/users", json={"name": "pat", "role": "member"}, headers=bearer(admin)
-    ).json()
+    _, made, sid = member_with_a_session(client, "pat", isolation="worktree")
     me, member = made["user"], bearer(made["token"])
     client.headers.update(member)
-    created = client.post("/api/sessions", json={"repoId": repo, "isolation": "worktree"})
-    assert created.status_code == 201, created.text
-    sid = created.json()["id"]
     assert run_turn(client, sid, "write notes.txt hello", answer="allow").status == "completed"
     committed = client.post(f"/api/sessions/{sid}/commit", json={"message": "notes"})
     merged = client.post(f"/api/sessions/{sid}/merge", json={})
