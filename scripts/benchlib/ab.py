@@ -8,6 +8,13 @@ revision alike; each round is a fresh server and database, one session, and the 
 own paced flood to one viewer (``benchlib.viewers``). Prints, per revision and round, the
 latency p50/p99 (agent write -> viewer receive) and the server's CPU per update; the
 CPU is the figure that still compares on a busy machine, p99 needs a quiet one.
+
+``--startup``: instead of a flood, each round starts every revision's server on one
+database at head (migrated by a first start, not counted) and the bare stack of
+``benchlib.bare`` on it, in an order that turns each round, and prints the seconds and
+CPU seconds from spawn to ``/readyz`` 200, and each revision's ratio to the stack (the
+start-up target's reading; the exported trees are byte-compiled first, as an installed
+server is).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +125,88 @@ def one_round(
     }
 
 
+def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) from spawn to ``/readyz`` 200: the server of ``tree`` on
+    ``database``, or the bare stack (``tree`` None)."""
+    port = free_port()
+    if tree is None:
+        argv = [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)]
+        env, cwd = {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
+    else:
+        argv = [sys.executable, "-m", "server.cli", "serve"]
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(tree),
+            "AGENT_WORKSPACE_ROOT": str(workdir / "ws"),
+            "DATABASE_URL": f"sqlite+aiosqlite:///{database}",
+            "AUTO_REGISTER_REPOS": "false",
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "LOG_LEVEL": "warning",
+            "API_TOKEN": "",
+            "AGENTS_FILE": "",
+            "AGENT_SANDBOX": "off",
+        }
+        cwd = tree  # python -m puts the working directory first on sys.path
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        ready = wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, 60)
+        return ready - started, cpu_seconds(process.pid)
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
+    for tree in trees.values():
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "server", "store", "agent_bridge"],
+            cwd=tree,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    kinds: list[str | None] = [None, *trees]
+    seconds: dict[str | None, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str | None, list[float]] = {kind: [] for kind in kinds}
+    for n in range(rounds):
+        directory = workdir / f"start-{n}"
+        (directory / "ws").mkdir(parents=True)
+        database = directory / "db.sqlite"
+        start_once(next(iter(trees.values())), directory, database)  # migrates: not counted
+        for kind in kinds[n % len(kinds) :] + kinds[: n % len(kinds)]:
+            took, used = start_once(None if kind is None else trees[kind], directory, database)
+            seconds[kind].append(took)
+            cpu[kind].append(used)
+        print(
+            f"round {n + 1}: " + "  ".join(f"{k or 'stack'} {seconds[k][-1]:.3f} s" for k in kinds),
+            flush=True,
+        )
+    print(f"\nstart-up to /readyz, {rounds} rounds; medians (and of each round's ratio):")
+    for kind in kinds:
+        took, used = seconds[kind], cpu[kind]
+        line = f"{kind or 'bare stack':>12}: {median(took):.3f} s  CPU {median(used):.3f} s"
+        if kind is not None:
+            stack = seconds[None]
+            ratios = [a / b for a, b in zip(took, stack, strict=True)]
+            line += (
+                f"  ratio to the stack: {median(took) / median(stack):.2f} (rounds' median"
+                f" {median(ratios):.2f}, best against best {min(took) / min(stack):.2f})"
+            )
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench-ab", description=__doc__)
     parser.add_argument("revs", nargs="+", help="git revisions; '.' is the working tree")
@@ -127,12 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--count", type=int, help="updates (default: rate × seconds)")
     parser.add_argument("--kind", choices=("text", "tool"), default="text")
+    parser.add_argument(
+        "--startup", action="store_true", help="time start-up against the bare stack instead"
+    )
     args = parser.parse_args(argv)
     count = args.count or int(args.rate * args.seconds)
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-ab-"))
     results: dict[str, list[dict[str, Any]]] = {rev: [] for rev in args.revs}
     try:
         trees = {rev: export(rev, workdir / "trees") for rev in args.revs}
+        if args.startup:
+            startup(trees, workdir, args.rounds)
+            return 0
         for n in range(args.rounds):
             for rev, tree in trees.items():
                 figures = one_round(
