@@ -104,6 +104,11 @@ def test_isolated_session_changes_commit_and_merge(
     expect(panel.locator(".changes-result")).to_contain_text("Merged into main")
     assert (proj / "notes.txt").read_text() == "hello"
 
+    # the commit and the merge each left a line in the conversation
+    page.get_by_role("tab", name="Conversation").click()
+    expect(page.locator(".commit-note")).to_contain_text(f"on {branch} (2 files)")
+    expect(page.locator(".merge-note")).to_contain_text("Merged into main as")
+
 
 def test_merge_conflicts_are_listed(module_server: SharedServer, open_page: OpenPage) -> None:
     proj = module_server.workspace_root / "proj"
