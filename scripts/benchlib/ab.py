@@ -49,16 +49,13 @@ def export(rev: str, into: Path) -> Path:
     return tree
 
 
-def one_round(
-    tree: Path, workdir: Path, rate: int, count: int, kind: str = "text"
-) -> dict[str, Any]:
-    (workdir / "ws" / "bench").mkdir(parents=True)
-    port = free_port()
-    env = {
+def server_env(tree: Path, workdir: Path, database: Path, port: int) -> dict[str, str]:
+    """The environment a revision's server runs with (from ``tree``, on ``database``)."""
+    return {
         **os.environ,
         "PYTHONPATH": str(tree),
         "AGENT_WORKSPACE_ROOT": str(workdir / "ws"),
-        "DATABASE_URL": f"sqlite+aiosqlite:///{workdir / 'db.sqlite'}",
+        "DATABASE_URL": f"sqlite+aiosqlite:///{database}",
         "AUTO_REGISTER_REPOS": "false",
         "AGENT_STOP_GRACE": "2",
         "HOST": "127.0.0.1",
@@ -71,6 +68,23 @@ def one_round(
         # gets no PYTHONPATH, so it would not find an exported tree's demo agent
         "AGENT_SANDBOX": "off",
     }
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+def one_round(
+    tree: Path, workdir: Path, rate: int, count: int, kind: str = "text"
+) -> dict[str, Any]:
+    (workdir / "ws" / "bench").mkdir(parents=True)
+    port = free_port()
+    env = server_env(tree, workdir, workdir / "db.sqlite", port)
     with (workdir / "server.log").open("wb") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve"],
@@ -106,12 +120,7 @@ def one_round(
         )
         cpu = cpu_seconds(server.pid) - cpu0
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop(server)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     latency = summary(result["latencies"])
     return {
@@ -134,19 +143,7 @@ def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float,
         env, cwd = {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
     else:
         argv = [sys.executable, "-m", "server.cli", "serve"]
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(tree),
-            "AGENT_WORKSPACE_ROOT": str(workdir / "ws"),
-            "DATABASE_URL": f"sqlite+aiosqlite:///{database}",
-            "AUTO_REGISTER_REPOS": "false",
-            "HOST": "127.0.0.1",
-            "PORT": str(port),
-            "LOG_LEVEL": "warning",
-            "API_TOKEN": "",
-            "AGENTS_FILE": "",
-            "AGENT_SANDBOX": "off",
-        }
+        env = server_env(tree, workdir, database, port)
         cwd = tree  # python -m puts the working directory first on sys.path
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -161,12 +158,7 @@ def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float,
         ready = wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, 60)
         return ready - started, cpu_seconds(process.pid)
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process)
 
 
 def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from agent_bridge.jsontypes import JsonObject
 from server.contents import CommitContent, MergeContent, as_json
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.records import get_record
@@ -21,13 +20,12 @@ from server.sessions.workspaces.changes import (
     SessionChanges,
     diff_trees,
 )
-from server.sessions.workspaces.merged import record_merged
+from server.sessions.workspaces.review_log import merged_state, record_review
 from server.sessions.workspaces.service import (
     author,
     in_thread,
     session_lock,
 )
-from server.stream.writer import Draft
 from store import SessionRecord
 from store import repos as repo_store
 from store import runs as run_store
@@ -139,15 +137,9 @@ async def commit(
         "files": [f["path"] for f in found["files"]],
         "by": actor_ref(),
     }
-    await _record(services, record, as_json(content))
+    await record_review(services.writer, record, as_json(content))
     log.info("worktree committed", extra={"session_id": session_id, "commit": made})
     return {"commit": made, "files": found["files"]}
-
-
-async def _record(services: Services, record: SessionRecord, content: JsonObject) -> None:
-    """A ``review`` message in the session's log: who committed or merged, and what."""
-    services.writer.open_session(record.id, record.last_seq)
-    await services.writer.submit(record.id, [Draft("system", content)]).wait()
 
 
 async def merge_session(
@@ -192,7 +184,6 @@ async def merge_session(
             "stash them first. Nothing was changed.",
             {"path": str(outcome.dirty), "into": target},
         )
-    await record_merged(services.writer, session_id, outcome.commit, target)
     merged: MergeContent = {
         "type": "review",
         "action": "merge",
@@ -201,7 +192,8 @@ async def merge_session(
         "strategy": strategy,
         "by": actor_ref(),
     }
-    await _record(services, record, as_json(merged))
+    state = merged_state(session_id, outcome.commit, target)
+    await record_review(services.writer, record, as_json(merged), [state])
     log.info("session merged", extra={"session_id": session_id, "into": target})
     return {"commit": outcome.commit, "into": target}
 

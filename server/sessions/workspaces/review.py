@@ -28,8 +28,8 @@ from server.sessions.workspaces.changes import DIFF_OPTIONS, SessionChanges
 from server.sessions.workspaces.git import run_git
 from server.sessions.workspaces.hunks import HunkMismatch, parse_hunks, unapply
 from server.sessions.workspaces.operations import changes
+from server.sessions.workspaces.review_log import record_review
 from server.sessions.workspaces.service import in_thread, session_lock, session_root
-from server.stream.writer import Draft
 from store import SessionRecord
 from store import repos as repo_store
 
@@ -248,8 +248,7 @@ async def revert(
         "hunks": hunks,
         "by": "client",
     }
-    services.writer.open_session(record.id, record.last_seq)
-    await services.writer.submit(record.id, [Draft("system", as_json(content))]).wait()
+    await record_review(services.writer, record, as_json(content))
     log.info("review revert", extra={"session_id": session_id, "path": relative})
     return await changes(services, session_id, None)
 
