@@ -308,8 +308,11 @@ async def main():
         pass
 
 anyio.run(main)
-lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema', 'sqlalchemy.dialects.postgresql'}
-print(sorted(lazy & set(sys.modules)))
+lazy = {'alembic', 'asyncpg', 'httpx', 'jsonschema', 'prometheus_client',
+        'sqlalchemy.dialects.postgresql'}
+from store.models import Base
+roll_up = {'stats_runs', 'stats_tools'} & set(Base.metadata.tables)
+print(sorted(lazy & set(sys.modules)), sorted(roll_up))
 """
 
 
@@ -317,7 +320,8 @@ def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path
     """Alembic loads only when the schema is behind (the first start migrates the fresh
     file), the PostgreSQL driver and SQLAlchemy's PostgreSQL dialect only with a
     PostgreSQL URL, httpx only when clustering, jsonschema only when an elicitation
-    comes."""
+    comes, prometheus_client at the first metric observed or scraped; the statistics
+    roll-up's tables are made only for Alembic."""
     import os
     import sqlite3
     import subprocess
@@ -344,14 +348,14 @@ def test_a_plain_sqlite_start_imports_no_alembic_asyncpg_or_httpx(tmp_path: Path
         ).stdout.strip()
 
     # a fresh file: migrated (Alembic's own PostgreSQL support loads that dialect)
-    assert start() == "['alembic', 'sqlalchemy.dialects.postgresql']"
+    assert start() == "['alembic', 'sqlalchemy.dialects.postgresql'] ['stats_runs', 'stats_tools']"
     with sqlite3.connect(tmp_path / "db.sqlite") as db:
         (version,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
         assert "messages" in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
     from store.migrate import head_revision
 
     assert version == head_revision()
-    assert start() == "[]"  # at head: one query, no Alembic
+    assert start() == "[] []"  # at head: one query, no Alembic
 
 
 def test_serve_and_seed_demo_load_no_client_modules(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@
 ``synchronous=NORMAL``, ``busy_timeout``, ``foreign_keys``, the writer thread's page cache, the
 page size of a new file, WAL checkpoints on a thread of their own as ``store/checkpoints.py``
 runs them) and the server's own schema
-(``Base.metadata.create_all``, so the same columns and indexes), inserting the rows the
+(``schema_metadata().create_all``, so the same columns and indexes), inserting the rows the
 server would store for the same flood updates (content from the server's ``Translator``,
 the raw JSON-RPC frame, ids made like the server's, timestamps), ``BATCH`` rows per transaction
 (``executemany`` + commit). JSON encoding (orjson, as the server) and the timestamp are
@@ -57,14 +57,14 @@ def _schema(path: Path) -> None:
     from sqlalchemy import create_engine
 
     from store.engine import SQLITE_PAGE_SIZE
-    from store.models import Base
+    from store.models import schema_metadata
 
     new = sqlite3.connect(path)  # the server's page size for a new file, set before any write
     new.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
     new.execute("PRAGMA journal_mode=WAL")
     new.close()
     engine = create_engine(f"sqlite:///{path}")
-    Base.metadata.create_all(engine)
+    schema_metadata().create_all(engine)
     engine.dispose()
 
 

@@ -54,12 +54,12 @@ async def _raw_rows_per_second(url: str, count: int) -> dict[str, Any]:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     from server.stream.writer import new_id
-    from store.models import Base, postgresql_options
+    from store.models import postgresql_options, schema_metadata
 
     postgresql_options()  # the partial index, as the migrations make it
     engine = create_async_engine(url)
     async with engine.begin() as conn:
-        await conn.run_sync(Base.metadata.create_all)
+        await conn.run_sync(schema_metadata().create_all)
     await engine.dispose()
     session_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     rows = _rows("text", count, session_id)

@@ -206,7 +206,7 @@ class EgressProxy:
                 return
             method, host, port, upstream_head = parsed
             if not host_allowed(host, session.allowed):
-                metrics.EGRESS_REFUSED.labels(agent=session.agent_id).inc()
+                metrics.refused_egress(session.agent_id)
                 await _refuse(
                     client,
                     session,

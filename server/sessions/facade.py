@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent_bridge import AgentCgroups
@@ -94,6 +94,7 @@ class Sessions:
         self.supervisor = supervisor
         self.agents = agents
         self._rewinds = KeyedLocks()
+        self._sandbox_decided: anyio.Event | None = None  # made by run()
         # What is stored, as the web lists and shows it (one read transaction a call).
         self.listing = Listing(services.db)
         self.runs = Runs(services.db)
@@ -531,23 +532,34 @@ class Sessions:
         return cls(services, registry, supervisor, agents)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The sandbox (decided, its egress proxy serving) before any agent starts, then
-        the supervisor's tasks (idle sweep, write failures, orphans, live sessions)."""
+        """The supervisor's tasks (idle sweep, write failures, orphans, live sessions), and
+        the sandbox decided (a bubblewrap start on a worker thread, then its egress proxy
+        serving) beside the start-up's recovery: ``start`` waits for it before any process
+        of ours starts, and returns before any agent can."""
+        decided = self._sandbox_decided = anyio.Event()
         async with anyio.create_task_group() as tg:
-            if self.services.sandbox is not None:
-                await tg.start(self.services.sandbox.run)
+            tg.start_soon(self._decide_sandbox, tg, decided)
             await tg.start(self.supervisor.run)
             task_status.started()
+
+    async def _decide_sandbox(self, tg: TaskGroup, decided: anyio.Event) -> None:
+        if self.services.sandbox is not None:
+            await tg.start(self.services.sandbox.run)
+        decided.set()
 
     async def take_over(self, session_ids: set[str]) -> None:
         """Sessions whose owner node died: their runs are interrupted here."""
         await self.supervisor.recover_sessions(session_ids)
 
     async def start(self) -> None:
-        """At start-up (the supervisor running): recover what a crash left."""
+        """At start-up (``run`` running): recover what a crash left; then, the sandbox
+        decided, make the agents' cgroups and end the orphans a dead process left."""
+        assert self._sandbox_decided is not None, "start() runs once run() started"
         await self.supervisor.recover()
         half_made = await workspace_service.recover(self.services.settings)
         await self.supervisor.end_half_made(half_made)
+        await self._sandbox_decided.wait()
+        await self.supervisor.start_processes()
 
     async def shutdown(self) -> None:
         await self.supervisor.shutdown()

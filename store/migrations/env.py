@@ -10,7 +10,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from store.models import Base
+from store.models import schema_metadata
 
 DEFAULT_URL = "sqlite+aiosqlite:///./data/agent-sessions.db"
 
@@ -18,7 +18,7 @@ DEFAULT_URL = "sqlite+aiosqlite:///./data/agent-sessions.db"
 def _configure_and_run(connection: Connection) -> None:
     context.configure(
         connection=connection,
-        target_metadata=Base.metadata,
+        target_metadata=schema_metadata(),
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
     )

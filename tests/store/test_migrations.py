@@ -16,7 +16,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from store import Base, Database, downgrade, open_database, upgrade
+from store import Database, downgrade, open_database, upgrade
+from store.models import schema_metadata
 from store.search import is_index_object
 from tests.store.conftest import sqlite_only
 
@@ -93,7 +94,7 @@ async def test_migrations_match_the_models(database: Database) -> None:
             # the search index's FTS5 tables and expression indexes (store.search)
             "include_name": lambda name, *_: not is_index_object(name),
         }
-        return list(compare_metadata(MigrationContext.configure(sync, opts=opts), Base.metadata))
+        return list(compare_metadata(MigrationContext.configure(sync, opts=opts), schema_metadata()))
 
     async with database.reader_engine.connect() as conn:
         differences = await conn.run_sync(diff)

@@ -103,7 +103,7 @@ async def handshake(
         conn = client.connection
         raise AgentRefused(step, exc, conn.exit_code, conn.stderr_tail) from None
     await controls.after_start()  # the agent's controls; what the session kept, re-applied
-    metrics.AGENT_START_SECONDS.observe(time.perf_counter() - started)
+    metrics.observe_agent_start(time.perf_counter() - started)
     async with services.db.write() as db, db.begin():
         await session_store.update_session(
             db,

@@ -41,7 +41,7 @@ PERMISSION = RequestKind(
     cancelled={"outcome": "cancelled"},
     on_timeout=_reject_or_cancel,
     record=DecidePermission,
-    observe_wait=metrics.PERMISSION_WAIT_SECONDS.observe,
+    observe_wait=metrics.observe_permission_wait,
 )
 
 

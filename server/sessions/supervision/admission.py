@@ -107,7 +107,7 @@ async def admit(
 
 
 def _limit_reached(limit: int) -> LimitReached:
-    metrics.REFUSED.inc()
+    metrics.refused()
     return LimitReached(  # the edge adds Retry-After: 60
         "session_limit_reached",
         f"The server already runs its limit of {limit} active sessions. "

@@ -324,15 +324,19 @@ class Supervisor:
     # -- recovery and the idle sweep -----------------------------------------------------
 
     async def recover(self) -> None:
-        """After a crash: kill what a dead process of this node left, interrupt its running
-        runs and cancel its pending permissions (on several nodes: of sessions none owns)."""
+        """After a crash: interrupt the running runs a dead process of this node left and
+        cancel its pending permissions (on several nodes: of sessions none owns)."""
         await self.recover_sessions(None)
         async with self.services.db.read() as db:
             metrics.ACTIVE_SESSIONS.set(await session_store.count_active_sessions(db))
+
+    async def start_processes(self) -> None:
+        """After ``recover``: make this process's agent cgroups and kill what a dead process
+        of this node left."""
         # The processes on worker threads, once the rows are done, and past readiness: an
         # agent's start waits for its cgroups (``AgentCgroups.ready``); the orphans a dead
         # process left carry its marker, never this one's, so none is taken for a new agent.
-        assert self._tg is not None, "recover() runs once run() started"
+        assert self._tg is not None, "start_processes() runs once run() started"
         if self.services.cgroups is not None:
             await self._tg.start(self.services.cgroups.run_start)
         self._tg.start_soon(anyio.to_thread.run_sync, kill_orphans, self.owner)

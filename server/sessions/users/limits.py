@@ -23,7 +23,7 @@ async def refuse_over_user_limit(
     if limit is None or record.owner_id is None:
         return
     if await user_store.count_active_sessions_of(db, record.owner_id) > limit:
-        metrics.REFUSED.inc()
+        metrics.refused()
         raise LimitReached(  # the edge adds Retry-After: 60
             "user_session_limit_reached",
             f"You already have your limit of {limit} active sessions. "
