@@ -15,6 +15,14 @@ database at head (migrated by a first start, not counted) and the bare stack of
 CPU seconds from spawn to ``/readyz`` 200, and each revision's ratio to the stack (the
 start-up target's reading; the exported trees are byte-compiled first, as an installed
 server is).
+
+``--startup --instructions``: the same processes, each once under valgrind's callgrind
+(``PYTHONHASHSEED=0``), counting the instructions every thread of the process executed
+from spawn to ``/readyz`` 200 (``callgrind_control --dump`` at that moment): a figure this
+machine's drifting speed does not move (within 0.1 %), for CPU work only; the start's
+waits (a thread parsing the SQLite schema while the event loop builds, the sandbox probe's
+child) are not in it, and its threads' work is, so its ratio reads higher than the
+seconds' ratio.
 """
 
 from __future__ import annotations
@@ -162,13 +170,6 @@ def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float,
 
 
 def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
-    for tree in trees.values():
-        subprocess.run(
-            [sys.executable, "-m", "compileall", "-q", "server", "store", "agent_bridge"],
-            cwd=tree,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
     kinds: list[str | None] = [None, *trees]
     seconds: dict[str | None, list[float]] = {kind: [] for kind in kinds}
     cpu: dict[str | None, list[float]] = {kind: [] for kind in kinds}
@@ -199,6 +200,60 @@ def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
         print(line)
 
 
+def instructions_once(tree: Path | None, workdir: Path, database: Path) -> int:
+    """Instructions from spawn to ``/readyz`` 200 (all threads; children not traced)."""
+    port = free_port()
+    out = workdir / f"callgrind-{port}.out"
+    if tree is None:
+        argv = [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)]
+        env, cwd = {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
+    else:
+        argv = [sys.executable, "-m", "server.cli", "serve"]
+        env, cwd = server_env(tree, workdir, database, port), tree
+    prefix = f"--vgdb-prefix={workdir / 'vgdb'}"  # where callgrind_control finds the process
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", prefix, "-q"]
+    process = subprocess.Popen(
+        [*valgrind, *argv],
+        cwd=cwd,
+        env={**env, "PYTHONHASHSEED": "0"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, 300)
+        subprocess.run(
+            ["callgrind_control", prefix, "--dump=ready", str(process.pid)],
+            env=env,  # vgdb's files are named after $HOST and $USER: the process's own
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60  # the dump is written once the process runs again
+        while time.monotonic() < deadline:
+            for dump in workdir.glob(f"{out.name}.*"):
+                text = dump.read_text()
+                if "\ntotals:" in text:
+                    return int(text.split("\nsummary:", 1)[1].split()[0])
+            time.sleep(0.1)
+        raise RuntimeError(f"no callgrind dump of {argv}")
+    finally:
+        stop(process)
+
+
+def instructions(trees: dict[str, Path], workdir: Path) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    directory = workdir / "instructions"
+    (directory / "ws").mkdir(parents=True)
+    database = directory / "db.sqlite"
+    start_once(next(iter(trees.values())), directory, database)  # migrates: not counted
+    counted = {kind: instructions_once(tree, directory, database) for kind, tree in trees.items()}
+    stack = instructions_once(None, directory, database)
+    print(f"\ninstructions from spawn to /readyz (callgrind):\n{'bare stack':>12}: {stack:,}")
+    for kind, count in counted.items():
+        print(f"{kind:>12}: {count:,}  ratio to the stack: {count / stack:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench-ab", description=__doc__)
     parser.add_argument("revs", nargs="+", help="git revisions; '.' is the working tree")
@@ -212,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--startup", action="store_true", help="time start-up against the bare stack instead"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --startup: count instructions to /readyz under callgrind instead of timing",
+    )
     args = parser.parse_args(argv)
     count = args.count or int(args.rate * args.seconds)
     workdir = Path(tempfile.mkdtemp(prefix="agent-sessions-ab-"))
@@ -219,7 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trees = {rev: export(rev, workdir / "trees") for rev in args.revs}
         if args.startup:
-            startup(trees, workdir, args.rounds)
+            for tree in trees.values():
+                subprocess.run(
+                    [sys.executable, "-m", "compileall", "-q", "server", "store", "agent_bridge"],
+                    cwd=tree,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+            if args.instructions:
+                instructions(trees, workdir)
+            else:
+                startup(trees, workdir, args.rounds)
             return 0
         for n in range(args.rounds):
             for rev, tree in trees.items():
