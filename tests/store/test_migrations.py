@@ -94,7 +94,8 @@ async def test_migrations_match_the_models(database: Database) -> None:
             # the search index's FTS5 tables and expression indexes (store.search)
             "include_name": lambda name, *_: not is_index_object(name),
         }
-        return list(compare_metadata(MigrationContext.configure(sync, opts=opts), schema_metadata()))
+        context = MigrationContext.configure(sync, opts=opts)
+        return list(compare_metadata(context, schema_metadata()))
 
     async with database.reader_engine.connect() as conn:
         differences = await conn.run_sync(diff)
