@@ -89,29 +89,29 @@ class _Families:
         self.messages = Counter(
             "agent_sessions_messages_stored", "Messages stored", ["type"], registry=registry
         )
-        self.commit_seconds = Histogram(
+
+        def histogram(name: str, documentation: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, documentation, registry=registry, buckets=buckets)
+
+        self.commit_seconds = histogram(
             "agent_sessions_store_commit_seconds",
             "Group commit latency",
-            registry=registry,
-            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+            (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
         )
-        self.batch_rows = Histogram(
+        self.batch_rows = histogram(
             "agent_sessions_store_batch_rows",
             "Messages per group commit",
-            registry=registry,
-            buckets=(1, 2, 5, 10, 50, 100, 500, 1000, 2000),
+            (1, 2, 5, 10, 50, 100, 500, 1000, 2000),
         )
-        self.agent_start_seconds = Histogram(
+        self.agent_start_seconds = histogram(
             "agent_sessions_agent_start_seconds",
             "Agent start (initialize + session/new)",
-            registry=registry,
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+            (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
         )
-        self.permission_wait_seconds = Histogram(
+        self.permission_wait_seconds = histogram(
             "agent_sessions_permission_wait_seconds",
             "Time a permission request waited",
-            registry=registry,
-            buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 300, 600),
+            (0.1, 0.5, 1, 5, 10, 30, 60, 300, 600),
         )
         self.refused = Counter(
             "agent_sessions_admission_refused", "Creates refused with 429", registry=registry
