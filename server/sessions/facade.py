@@ -534,8 +534,8 @@ class Sessions:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The supervisor's tasks (idle sweep, write failures, orphans, live sessions), and
         the sandbox decided (a bubblewrap start on a worker thread, then its egress proxy
-        serving) beside the start-up's recovery: ``start`` waits for it before any process
-        of ours starts, and returns before any agent can."""
+        serving) beside the start-up's recovery; ``start`` returns only once it is, so no
+        agent starts before it (they start on requests, after readiness)."""
         decided = self._sandbox_decided = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._decide_sandbox, tg, decided)

@@ -293,3 +293,79 @@ async def test_a_worktree_that_cannot_be_made_ends_the_session(
         async with domain.sessions.services.db.read() as db:
             assert await session_store.count_active_sessions(db) == 0
         assert len(domain.sessions.registry) == 0
+
+
+async def test_start_waits_for_the_sandbox_decided_beside_the_recovery(
+    demo_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox is decided (bubblewrap's probe, on a worker thread) while the recovery's
+    reads run; ``start``, and so readiness, returns only once it is, and the agents'
+    cgroups and the orphan sweep start after it. Before, the recovery waited for the probe:
+    with the probe held, it never ran."""
+    import threading
+
+    from server.sandbox import SandboxHost
+    from server.sessions.supervision.supervisor import Supervisor
+
+    release = threading.Event()
+    order: list[str] = []
+    decide, recover, start_processes = (
+        SandboxHost.start,
+        Supervisor.recover,
+        Supervisor.start_processes,
+    )
+
+    def held_probe(host: SandboxHost) -> None:
+        release.wait(60)
+        decide(host)
+        order.append("sandbox decided")
+
+    async def recovering(supervisor: Supervisor) -> None:
+        await recover(supervisor)
+        order.append("recovered")
+
+    async def starting_processes(supervisor: Supervisor) -> None:
+        order.append("processes")
+        await start_processes(supervisor)
+
+    monkeypatch.setattr(SandboxHost, "start", held_probe)
+    monkeypatch.setattr(Supervisor, "recover", recovering)
+    monkeypatch.setattr(Supervisor, "start_processes", starting_processes)
+    database = open_database(demo_settings.database_url)
+    await upgrade(database)
+    broker = Broker()
+    cluster = Cluster(demo_settings, database, broker)
+    writer = Writer(database, broker)
+    agents = load_agents(demo_settings)
+    sessions = Sessions.build(demo_settings, database, writer, broker, agents, cluster)
+
+    async def start() -> None:
+        await sessions.start()
+        order.append("started")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.run)
+            await tg.start(sessions.run)
+            tg.start_soon(start)
+
+            async def recovered() -> bool:
+                return "recovered" in order
+
+            await wait_for_async(recovered, "the recovery, with the probe held")
+            await anyio.wait_all_tasks_blocked()
+            assert order == ["recovered"]  # not started: the sandbox is not decided yet
+            release.set()
+
+            async def started() -> bool:
+                return "started" in order
+
+            await wait_for_async(started, "start() once the sandbox is decided")
+            assert order == ["recovered", "sandbox decided", "processes", "started"]
+            with anyio.fail_after(60):  # a guard against a hang, not a measurement
+                await sessions.shutdown()
+                await writer.drain()
+            tg.cancel_scope.cancel()
+    finally:
+        release.set()
+        await database.close()
