@@ -55,12 +55,17 @@ def _read_frames(sock: socket.socket, deadline: float) -> list[tuple[int, bytes]
 
 
 def test_a_slow_reader_gets_every_frame_then_4008(live_server: Callable[..., LiveServer]) -> None:
-    server = live_server(WS_STALL_SECONDS=1)
+    """A viewer slower than a flood, at the limit: it takes nothing for a while, whatever
+    this machine's pace (a reader pacing itself at a fixed rate kept up with a flood slowed
+    by a busy machine, and waited for a 4008 that had no reason to come). The server lets
+    it go after WS_STALL_SECONDS, and reading on it gets every frame written before the
+    4008, gap-free, then the close frame (it was cut off with 1006, no close frame)."""
+    server = live_server(WS_STALL_SECONDS=2)
     with httpx.Client(base_url=server.url, timeout=30) as http:
         session_id = _session(http)
         url = f"{server.ws_url}/ws/sessions/{session_id}"
-        # A small receive buffer: the kernel's buffers must not hold the whole flood (then
-        # the server never waits on this viewer, whatever its pace).
+        # A small receive buffer, and a client queue of 4 frames: the ~30 MB of the flood
+        # cannot wait in buffers, so the server's writes wait on this viewer.
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
         sock.connect(("127.0.0.1", server.port))
@@ -68,16 +73,23 @@ def test_a_slow_reader_gets_every_frame_then_4008(live_server: Callable[..., Liv
             assert json.loads(ws.recv())["type"] == "hello"
             http.post(f"/api/sessions/{session_id}/prompt", json={"text": "flood 6000 tool"})
             seqs: list[int] = []
+            frame = json.loads(ws.recv(timeout=60))  # the turn has begun
+            if frame["type"] == "message":
+                seqs.append(frame["message"]["seq"])
+            deadline = time.monotonic() + 60
+            while viewers(server) != 0:  # taking nothing until the server lets it go
+                assert time.monotonic() < deadline, "the server never let the viewer go"
+                time.sleep(0.05)  # polling the server's own gauge
             try:
                 while True:
-                    frame = json.loads(ws.recv(timeout=60))
+                    frame = json.loads(ws.recv(timeout=30))
                     if frame["type"] == "message":
                         seqs.append(frame["message"]["seq"])
-                    time.sleep(0.002)  # far slower than the flood
             except ConnectionClosed as closed:
                 assert closed.rcvd is not None, "cut off without a close frame"
                 assert closed.rcvd.code == 4008, closed.rcvd
                 assert "reconnect with after" in closed.rcvd.reason
+        assert len(seqs) > 1
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no gap before the 4008
 
 
