@@ -32,13 +32,14 @@ from server.sessions.errors import Conflict, NotFound, SandboxUnavailable, Sessi
 from server.sessions.history import archive, keeping, listing
 from server.sessions.history import log as history
 from server.sessions.history.listing import Listed, SessionPage, SessionQuery
-from server.sessions.history.transcript import ChatEntry
 from server.sessions.live.client_tools import ClientToolHost, answer_of, check_tools, tools_of
 from server.sessions.live.controls_state import ControlsState, empty_controls
 from server.sessions.live.prompt_content import PromptContent, build_prompt, get_attachment
 from server.sessions.live.session import LiveSession
+from server.sessions.live.transcript import ChatEntry
 from server.sessions.records import get_record
 from server.sessions.services import CLEANUP_SECONDS, Services
+from server.sessions.supervision.admission import refuse_when_full
 from server.sessions.supervision.processes import KeyedLocks, process_owner
 from server.sessions.supervision.registry import Registry
 from server.sessions.supervision.status import log_active_count
@@ -129,7 +130,7 @@ class Sessions:
         supervisor, services = self.supervisor, self.services
         self._check_sandbox()  # before any row or slot: nothing to undo
         plan = await workspace_service.plan_session(
-            services, new.repo_id, new.isolation, new.base_ref
+            services, new.repo_id, new.isolation, new.base_ref, partial(refuse_when_full, services)
         )
         record = await supervisor.create_session(
             new.repo_id, new.agent_id, new.title, new.parent_run_id, visibility=new.visibility
@@ -451,7 +452,9 @@ class Sessions:
         return await operations.changes(self.services, session_id, run_id)
 
     async def commit(self, session_id: str, message: str) -> Committed:
-        return await operations.commit(self.services, self.registry, session_id, message)
+        return await operations.commit(
+            self.services, self.registry.turn_running, session_id, message
+        )
 
     async def merge(
         self, session_id: str, into: str | None, strategy: str, message: str | None
@@ -478,10 +481,11 @@ class Sessions:
 
     async def review(self, session_id: str, comments: list[LineComment], text: str | None) -> str:
         """Line comments sent to the agent as one prompt; the new run's id."""
-        content = await review.review_prompt(
+        prompt, stored = await review.review_prompt(
             self.services, self.registry.turn_running, session_id, comments, text
         )
-        return await self.prompt(session_id, content.text, content=content)
+        content = PromptContent(prompt, [{"type": "text", "text": prompt}], stored)
+        return await self.prompt(session_id, prompt, content=content)
 
     async def remove_repo_worktrees(self, repo_id: str, repo: Path) -> None:
         """A repository is deleted: its sessions' worktrees and checkpoints go."""

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from starlette.testclient import TestClient
 
-from server.sessions.history.transcript import build_transcript, render_preamble
+from server.sessions.live.transcript import build_transcript, render_preamble
 from store import Message
 from tests.helpers import assert_error, create_session
 from tests.server.test_history import MISSING, run_turn

@@ -1,4 +1,4 @@
-"""A session's history as an event log: the transcript (``transcript``), fork and rewind
-(``log``), and the NDJSON archive for export and import (``archive``)."""
+"""A session's history as an event log: fork and rewind (``log``, over the transcript of
+``live.transcript``), and the NDJSON archive for export and import (``archive``)."""
 
-__all__ = ["archive", "log", "transcript"]
+__all__ = ["archive", "log"]

@@ -30,7 +30,7 @@ from agent_bridge.jsontypes import JsonObject, JsonValue
 from server import shapes
 from server.sessions.agents.config import AgentConfig
 from server.sessions.errors import Invalid, NotFound
-from server.sessions.history.prompt_frame import restore_attachments
+from server.sessions.live.prompt_frame import restore_attachments
 from server.sessions.records import get_record
 from server.sessions.services import Services
 from server.stream.frames import iso, row_view

@@ -13,7 +13,7 @@ import uuid
 import anyio
 
 from server.sessions.errors import Invalid, SessionNotActive, TurnInProgress
-from server.sessions.history.transcript import ChatEntry, build_transcript
+from server.sessions.live.transcript import ChatEntry, build_transcript
 from server.sessions.records import get_record
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision.processes import KeyedLocks

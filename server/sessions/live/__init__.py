@@ -2,8 +2,10 @@
 its turns (``turns``, each a ``turn``), its questions (``questions``: permission requests
 and elicitations, one mechanism; ``pending``, ``permissions``, ``elicitations``), its
 controls (``controls``, over ``controls_state``), its handshake, and the translation of
-what the agent sends (``translate``, ``staging``). Nothing here sees the registry, the
-supervisor or the facade."""
+what the agent sends (``translate``, ``staging``); the stored conversation as the
+transcript a rebuilt agent is handed (``transcript``), and the raw prompt frame a user
+message keeps (``prompt_frame``). Nothing here sees the registry, the supervisor, the
+history or the facade."""
 
 __all__ = [
     "controls",
@@ -14,9 +16,11 @@ __all__ = [
     "pending",
     "permissions",
     "prompt_content",
+    "prompt_frame",
     "questions",
     "session",
     "staging",
+    "transcript",
     "translate",
     "turn",
     "turns",

@@ -18,13 +18,13 @@ from agent_bridge.acp_types import ContentBlock
 from server import metrics
 from server.contents import RunContent, TextContent, as_json
 from server.sessions.errors import SessionNotActive, TurnInProgress
-from server.sessions.history.prompt_frame import prompt_frame
-from server.sessions.history.transcript import stored_preamble
 from server.sessions.live.agent_numbers import usage_report
 from server.sessions.live.client_tools import ClientToolHost
 from server.sessions.live.prompt_content import PromptContent
+from server.sessions.live.prompt_frame import prompt_frame
 from server.sessions.live.questions import Questions
 from server.sessions.live.staging import stage
+from server.sessions.live.transcript import stored_preamble
 from server.sessions.live.translate import Output, Translator, tool_status
 from server.sessions.live.turn import Turn
 from server.sessions.services import CLEANUP_SECONDS, Services

@@ -4,13 +4,13 @@ deleting a worktree. Every refusal happens before anything is written."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from server.contents import CommitContent, MergeContent, as_json
 from server.sessions.errors import Conflict, Invalid, NotFound, TurnInProgress
 from server.sessions.records import get_record
 from server.sessions.services import Services
-from server.sessions.supervision.registry import Registry
 from server.sessions.users.actor import actor_ref, signed
 from server.sessions.workspaces import checkpoints, merge, worktrees
 from server.sessions.workspaces.changes import (
@@ -106,11 +106,11 @@ def _require_worktree(record: SessionRecord) -> None:
 
 
 async def commit(
-    services: Services, registry: Registry, session_id: str, message: str
+    services: Services, turn_running: Callable[[str], bool], session_id: str, message: str
 ) -> Committed:
     record, repo = await _record_and_repo(services, session_id)
     _require_worktree(record)
-    if registry.turn_running(session_id):
+    if turn_running(session_id):
         raise TurnInProgress("A turn is running; wait for it or cancel it.")
     path = _workspace(record, repo)
     if path is None:

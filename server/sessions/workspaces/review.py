@@ -20,7 +20,6 @@ from agent_bridge import Workspace
 from agent_bridge.workspace import FileNotFound, FileRefused, PathOutsideWorkspace
 from server.contents import ReviewComment, ReviewContent, TextContent, as_json
 from server.sessions.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, TurnInProgress
-from server.sessions.live.prompt_content import PromptContent
 from server.sessions.records import get_record
 from server.sessions.services import Services
 from server.sessions.workspaces import checkpoints, tree
@@ -295,9 +294,10 @@ async def review_prompt(
     session_id: str,
     comments: list[LineComment],
     text: str | None,
-) -> PromptContent:
+) -> tuple[str, TextContent]:
     """The review's prompt (each commented line quoted, checked against the workspace and
-    ``MAX_PROMPT_BYTES``), for the facade to start as a turn."""
+    ``MAX_PROMPT_BYTES``) and the user message's content that keeps its comments, for the
+    facade to start as a turn."""
     max_bytes = services.settings.max_prompt_bytes
     record, repo, root = await _context(services, session_id)
     if turn_running(session_id):
@@ -316,5 +316,4 @@ async def review_prompt(
         {"path": c.path, "line": c.line, "side": c.side, "body": c.body, "text": q}
         for c, q in zip(comments, quoted, strict=True)
     ]
-    stored: TextContent = {"type": "text", "text": prompt, "comments": stored_comments}
-    return PromptContent(prompt, [{"type": "text", "text": prompt}], stored)
+    return prompt, {"type": "text", "text": prompt, "comments": stored_comments}

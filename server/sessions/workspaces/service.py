@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
@@ -25,7 +25,6 @@ from server.sessions.errors import (
     Unavailable,
 )
 from server.sessions.services import Services
-from server.sessions.supervision.admission import refuse_when_full
 from server.sessions.workspaces import checkpoints, worktrees
 from server.sessions.workspaces.checkpoints import Author
 from server.sessions.workspaces.git import GitError, GitMissing, GitTooOld, run_git
@@ -127,16 +126,21 @@ def _describe_base(repo: Path, base_ref: str | None) -> tuple[str | None, str | 
 
 
 async def plan_session(
-    services: Services, repo_id: str, isolation: str | None, base_ref: str | None
+    services: Services,
+    repo_id: str,
+    isolation: str | None,
+    base_ref: str | None,
+    before_git: Callable[[], Awaitable[None]],
 ) -> Plan | None:
     """Check a create request's ``isolation`` and ``baseRef`` before anything is made
-    (None: no such repository, which ``create_session`` answers with 404)."""
+    (None: no such repository, which ``create_session`` answers with 404). ``before_git``
+    (the admission's early refusal) runs once the repository is found, before git does."""
     settings = services.settings
     async with services.db.read() as db:
         repo = await repo_store.get_repo(db, repo_id)
     if repo is None:
         return None
-    await refuse_when_full(services)  # a refused create costs no git call
+    await before_git()  # a refused create costs no git call
     path = Path(repo.path)
     chosen = isolation or settings.default_isolation
     try:
