@@ -10,7 +10,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
@@ -44,18 +43,15 @@ from server.sessions.supervision.processes import KeyedLocks, process_owner
 from server.sessions.supervision.registry import Registry
 from server.sessions.supervision.status import log_active_count
 from server.sessions.supervision.supervisor import Supervisor
-from server.sessions.workspaces import operations, review
+from server.sessions.workspaces import review
 from server.sessions.workspaces import service as workspace_service
-from server.sessions.workspaces.changes import Committed, Merged, SessionChanges
-from server.sessions.workspaces.file_index import INDEX
-from server.sessions.workspaces.review import FileRead, LineComment
-from server.sessions.workspaces.tree import Entry
+from server.sessions.workspaces.door import Workspaces
+from server.sessions.workspaces.review import LineComment
 from server.settings import Settings
 from server.stream.broker import Broker
 from server.stream.writer import Writer
 from store import Database, Run, SessionRecord
 from store import glance as glance_store
-from store import repos as repo_store
 from store.models import Attachment
 from store.operations import DeleteSession, SetClientTools
 
@@ -100,7 +96,9 @@ class Sessions:
         self.listing = Listing(services.db)
         self.runs = Runs(services.db)
         self.stats = Stats(services.db)
-        self.repos = Repos(services.db, self.remove_repo_worktrees)
+        # A session's workspace: changes, commit, merge, the review's files, file search.
+        self.workspaces = Workspaces(services, registry.turn_running)
+        self.repos = Repos(services.db, self.workspaces.remove_repo_worktrees)
 
     @property
     def shutting_down(self) -> bool:
@@ -446,38 +444,7 @@ class Sessions:
         parsed = archive.parse_archive(body)
         return await archive.import_archive(self.services, self.agents, parsed, repo_id, agent_id)
 
-    # -- workspaces --------------------------------------------------------------------
-
-    async def changes(self, session_id: str, run_id: str | None) -> SessionChanges:
-        return await operations.changes(self.services, session_id, run_id)
-
-    async def commit(self, session_id: str, message: str) -> Committed:
-        return await operations.commit(
-            self.services, self.registry.turn_running, session_id, message
-        )
-
-    async def merge(
-        self, session_id: str, into: str | None, strategy: str, message: str | None
-    ) -> Merged:
-        return await operations.merge_session(self.services, session_id, into, strategy, message)
-
-    async def delete_worktree(self, session_id: str, delete_branch: bool) -> None:
-        await operations.delete_worktree(self.services, session_id, delete_branch)
-
-    # -- review ------------------------------------------------------------------------
-
-    async def tree(self, session_id: str, path: str, ref: str | None) -> list[Entry]:
-        """A directory of the workspace (``ref`` None) or of a commit."""
-        return await review.list_tree(self.services, session_id, path, ref)
-
-    async def read_file(self, session_id: str, path: str, ref: str | None, raw: bool) -> FileRead:
-        return await review.read_file(self.services, session_id, path, ref, raw)
-
-    async def revert(self, session_id: str, path: str, hunks: list[int] | None) -> SessionChanges:
-        """A file, or some hunks of it, put back as at ``baseCommit``; the changes after."""
-        return await review.revert(
-            self.services, self.registry.turn_running, session_id, path, hunks
-        )
+    # -- review (the rest of the workspaces: ``self.workspaces``) -----------------------
 
     async def review(self, session_id: str, comments: list[LineComment], text: str | None) -> str:
         """Line comments sent to the agent as one prompt; the new run's id."""
@@ -487,25 +454,10 @@ class Sessions:
         content = PromptContent(prompt, [{"type": "text", "text": prompt}], stored)
         return await self.prompt(session_id, prompt, content=content)
 
-    async def remove_repo_worktrees(self, repo_id: str, repo: Path) -> None:
-        """A repository is deleted: its sessions' worktrees and checkpoints go."""
-        await workspace_service.remove_repo_worktrees(self.services, repo_id, repo)
-
     async def attachment(self, session_id: str, sha256: str) -> Attachment | None:
         """A kept attachment of the session (look the session up first: 404)."""
         async with self.services.db.read() as db:
             return await get_attachment(db, session_id, sha256)
-
-    async def find_files(self, session_id: str, query: str, limit: int) -> list[str] | None:
-        """Files of the session's workspace matching ``query`` (None: no repository)."""
-        record = await self.get(session_id)
-        async with self.services.db.read() as db:
-            repo = await repo_store.get_repo(db, record.repo_id)
-        if repo is None:
-            return None
-        root = workspace_service.session_root(self.services.settings, record, Path(repo.path))
-        found: list[str] = await anyio.to_thread.run_sync(INDEX.search, root, query, limit)
-        return found
 
     # -- lifetime ----------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ async def files(request: Request) -> Response:
     query = request.query_params.get("query", "")
     limit = query_int(request, "limit", 50, minimum=1, maximum=1000)
     assert limit is not None
-    found = await state.sessions.find_files(session_id, query, limit)
+    found = await state.sessions.workspaces.find_files(session_id, query, limit)
     if found is None:
         record = await state.sessions.get(session_id)
         raise ApiError.not_found("repo", record.repo_id)

@@ -55,7 +55,7 @@ async def tree(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     path = request.query_params.get("path", "")
-    entries = await state.sessions.tree(session_id, path, _ref(request))
+    entries = await state.sessions.workspaces.tree(session_id, path, _ref(request))
     return JSONResponse({"entries": entries})
 
 
@@ -64,7 +64,7 @@ async def file(request: Request) -> Response:
     session_id = session_id_param(request)
     path = request.query_params.get("path", "")
     raw = bool(query_bool(request, "raw"))
-    found = await state.sessions.read_file(session_id, path, _ref(request), raw)
+    found = await state.sessions.workspaces.read_file(session_id, path, _ref(request), raw)
     media = "application/octet-stream" if found.binary else _TEXT
     return Response(found.data, media_type=media, headers={"Cache-Control": "no-store"})
 
@@ -75,7 +75,7 @@ async def revert(request: Request) -> Response:
     await state.sessions.get(session_id)
     raw = await read_json(request, state.settings.max_body_bytes)
     body = decode(_integers(raw), RevertBody)
-    found = await state.sessions.revert(session_id, body.path, body.hunks)
+    found = await state.sessions.workspaces.revert(session_id, body.path, body.hunks)
     return JSONResponse(found)
 
 

@@ -29,7 +29,7 @@ async def changes(request: Request) -> Response:
     if run_id is not None:
         run_id = check_uuid(run_id, "run")
     fmt = query_choice(request, "format", ("json", "patch")) or "json"
-    found = await state.sessions.changes(session_id, run_id)
+    found = await state.sessions.workspaces.changes(session_id, run_id)
     if fmt == "patch":
         return Response(found["patch"], media_type="text/x-diff")
     return JSONResponse(found)
@@ -40,7 +40,7 @@ async def commit(request: Request) -> Response:
     session_id = session_id_param(request)
     await state.sessions.get(session_id)
     body = await read_struct(request, shapes.CommitBody, state.settings.max_body_bytes)
-    found = await state.sessions.commit(session_id, body.message)
+    found = await state.sessions.workspaces.commit(session_id, body.message)
     return JSONResponse({**found, "by": actor_ref()}, status_code=201)
 
 
@@ -52,7 +52,7 @@ async def merge(request: Request) -> Response:
         request, shapes.MergeBody, state.settings.max_body_bytes, allow_empty=True
     )
     strategy = body.strategy or "merge"
-    found = await state.sessions.merge(session_id, body.into, strategy, body.message)
+    found = await state.sessions.workspaces.merge(session_id, body.into, strategy, body.message)
     return JSONResponse({**found, "by": actor_ref()})
 
 
@@ -60,7 +60,7 @@ async def delete_worktree(request: Request) -> Response:
     state = app_state(request)
     session_id = session_id_param(request)
     delete_branch = bool(query_bool(request, "deleteBranch"))
-    await state.sessions.delete_worktree(session_id, delete_branch)
+    await state.sessions.workspaces.delete_worktree(session_id, delete_branch)
     return Response(status_code=204)
 
 
