@@ -38,7 +38,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.procs import ROOT, SCRIPTS, cpu_seconds, free_port, http_json, wait_http_ok
+from benchlib.procs import (
+    ROOT,
+    SCRIPTS,
+    cpu_seconds,
+    free_port,
+    http_json,
+    stop_process,
+    wait_http_ok,
+)
 from benchlib.stats import median, summary
 from benchlib.suite import flood_rate
 
@@ -76,15 +84,6 @@ def server_env(tree: Path, workdir: Path, database: Path, port: int) -> dict[str
         # gets no PYTHONPATH, so it would not find an exported tree's demo agent
         "AGENT_SANDBOX": "off",
     }
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
 
 
 def one_round(
@@ -128,7 +127,7 @@ def one_round(
         )
         cpu = cpu_seconds(server.pid) - cpu0
     finally:
-        stop(server)
+        stop_process(server)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     latency = summary(result["latencies"])
     return {
@@ -142,17 +141,32 @@ def one_round(
     }
 
 
+def start_command(
+    tree: Path | None, workdir: Path, database: Path, port: int
+) -> tuple[list[str], dict[str, str], Path]:
+    """(argv, environment, working directory) of the server of ``tree`` on ``database``,
+    or of the bare stack (``tree`` None)."""
+    if tree is None:
+        argv = [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)]
+        return argv, {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
+    argv = [sys.executable, "-m", "server.cli", "serve"]
+    # python -m puts the working directory first on sys.path
+    return argv, server_env(tree, workdir, database, port), tree
+
+
+def migrated(trees: dict[str, Path], directory: Path) -> Path:
+    """A database in ``directory`` brought to head by a first start (not counted)."""
+    (directory / "ws").mkdir(parents=True)
+    database = directory / "db.sqlite"
+    start_once(next(iter(trees.values())), directory, database)
+    return database
+
+
 def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float, float]:
     """(seconds, CPU seconds) from spawn to ``/readyz`` 200: the server of ``tree`` on
     ``database``, or the bare stack (``tree`` None)."""
     port = free_port()
-    if tree is None:
-        argv = [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)]
-        env, cwd = {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
-    else:
-        argv = [sys.executable, "-m", "server.cli", "serve"]
-        env = server_env(tree, workdir, database, port)
-        cwd = tree  # python -m puts the working directory first on sys.path
+    argv, env, cwd = start_command(tree, workdir, database, port)
     started = time.perf_counter()
     process = subprocess.Popen(
         argv,
@@ -166,7 +180,7 @@ def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float,
         ready = wait_http_ok(f"http://127.0.0.1:{port}", "/readyz", process, 60)
         return ready - started, cpu_seconds(process.pid)
     finally:
-        stop(process)
+        stop_process(process)
 
 
 def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
@@ -175,9 +189,7 @@ def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
     cpu: dict[str | None, list[float]] = {kind: [] for kind in kinds}
     for n in range(rounds):
         directory = workdir / f"start-{n}"
-        (directory / "ws").mkdir(parents=True)
-        database = directory / "db.sqlite"
-        start_once(next(iter(trees.values())), directory, database)  # migrates: not counted
+        database = migrated(trees, directory)
         for kind in kinds[n % len(kinds) :] + kinds[: n % len(kinds)]:
             took, used = start_once(None if kind is None else trees[kind], directory, database)
             seconds[kind].append(took)
@@ -187,15 +199,15 @@ def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
             flush=True,
         )
     print(f"\nstart-up to /readyz, {rounds} rounds; medians (and of each round's ratio):")
+    stack = seconds[None]
     for kind in kinds:
-        took, used = seconds[kind], cpu[kind]
-        line = f"{kind or 'bare stack':>12}: {median(took):.3f} s  CPU {median(used):.3f} s"
+        runs = seconds[kind]
+        line = f"{kind or 'bare stack':>12}: {median(runs):.3f} s  CPU {median(cpu[kind]):.3f} s"
         if kind is not None:
-            stack = seconds[None]
-            ratios = [a / b for a, b in zip(took, stack, strict=True)]
+            ratios = [a / b for a, b in zip(runs, stack, strict=True)]
             line += (
-                f"  ratio to the stack: {median(took) / median(stack):.2f} (rounds' median"
-                f" {median(ratios):.2f}, best against best {min(took) / min(stack):.2f})"
+                f"  ratio to the stack: {median(runs) / median(stack):.2f} (rounds' median"
+                f" {median(ratios):.2f}, best against best {min(runs) / min(stack):.2f})"
             )
         print(line)
 
@@ -204,12 +216,7 @@ def instructions_once(tree: Path | None, workdir: Path, database: Path) -> int:
     """Instructions from spawn to ``/readyz`` 200 (all threads; children not traced)."""
     port = free_port()
     out = workdir / f"callgrind-{port}.out"
-    if tree is None:
-        argv = [sys.executable, "-m", "benchlib.bare", "stack", str(port), str(database)]
-        env, cwd = {**os.environ, "PYTHONPATH": str(SCRIPTS)}, ROOT
-    else:
-        argv = [sys.executable, "-m", "server.cli", "serve"]
-        env, cwd = server_env(tree, workdir, database, port), tree
+    argv, env, cwd = start_command(tree, workdir, database, port)
     prefix = f"--vgdb-prefix={workdir / 'vgdb'}"  # where callgrind_control finds the process
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", prefix, "-q"]
     process = subprocess.Popen(
@@ -237,16 +244,14 @@ def instructions_once(tree: Path | None, workdir: Path, database: Path) -> int:
             time.sleep(0.1)
         raise RuntimeError(f"no callgrind dump of {argv}")
     finally:
-        stop(process)
+        stop_process(process)
 
 
 def instructions(trees: dict[str, Path], workdir: Path) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
     directory = workdir / "instructions"
-    (directory / "ws").mkdir(parents=True)
-    database = directory / "db.sqlite"
-    start_once(next(iter(trees.values())), directory, database)  # migrates: not counted
+    database = migrated(trees, directory)
     counted = {kind: instructions_once(tree, directory, database) for kind, tree in trees.items()}
     stack = instructions_once(None, directory, database)
     print(f"\ninstructions from spawn to /readyz (callgrind):\n{'bare stack':>12}: {stack:,}")

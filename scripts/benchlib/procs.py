@@ -29,6 +29,7 @@ __all__ = [
     "free_port",
     "http_json",
     "rss_kib",
+    "stop_process",
     "wait_http_ok",
 ]
 
@@ -136,6 +137,16 @@ def wait_http_ok(base: str, path: str, process: subprocess.Popen[bytes], timeout
     raise RuntimeError(f"{path} did not answer within {timeout} s")
 
 
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``timeout`` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
 @dataclass
 class Tracker:
     """Every process the suite started, and every descendant seen while they ran."""
@@ -183,12 +194,7 @@ class Tracker:
         started = time.perf_counter()
         if process.poll() is None:
             self.note_descendants(process.pid)
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+            stop_process(process, timeout)
         return time.perf_counter() - started
 
     def stop_all(self) -> None:

@@ -85,8 +85,9 @@ class Domain:
 
 
 @asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[Domain]:
-    """The domain as the app's lifespan builds it, on the demo repository."""
+async def running(settings: Settings, *, start: bool = True) -> AsyncIterator[Domain]:
+    """The domain as the app's lifespan builds it, on the demo repository (``start``
+    False: running, its start-up recovery left to the caller)."""
     database = open_database(settings.database_url)
     await upgrade(database)
     repo_path = (settings.workspace_root / "demo").resolve()
@@ -107,7 +108,8 @@ async def running(settings: Settings) -> AsyncIterator[Domain]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(writer.run)
             await tg.start(sessions.run)
-            await sessions.start()
+            if start:
+                await sessions.start()
             try:
                 yield Domain(sessions, repo.id)
             finally:
@@ -331,41 +333,27 @@ async def test_start_waits_for_the_sandbox_decided_beside_the_recovery(
     monkeypatch.setattr(SandboxHost, "start", held_probe)
     monkeypatch.setattr(Supervisor, "recover", recovering)
     monkeypatch.setattr(Supervisor, "start_processes", starting_processes)
-    database = open_database(demo_settings.database_url)
-    await upgrade(database)
-    broker = Broker()
-    cluster = Cluster(demo_settings, database, broker)
-    writer = Writer(database, broker)
-    agents = load_agents(demo_settings)
-    sessions = Sessions.build(demo_settings, database, writer, broker, agents, cluster)
 
-    async def start() -> None:
-        await sessions.start()
-        order.append("started")
+    async def recovered() -> bool:
+        return "recovered" in order
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(writer.run)
-            await tg.start(sessions.run)
-            tg.start_soon(start)
+    async def started() -> bool:
+        return "started" in order
 
-            async def recovered() -> bool:
-                return "recovered" in order
+    async with running(demo_settings, start=False) as domain:
 
-            await wait_for_async(recovered, "the recovery, with the probe held")
-            await anyio.wait_all_tasks_blocked()
-            assert order == ["recovered"]  # not started: the sandbox is not decided yet
+        async def start() -> None:
+            await domain.sessions.start()
+            order.append("started")
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(start)
+                await wait_for_async(recovered, "the recovery, with the probe held")
+                await anyio.wait_all_tasks_blocked()
+                assert order == ["recovered"]  # not started: the sandbox is not decided yet
+                release.set()
+                await wait_for_async(started, "start() once the sandbox is decided")
+        finally:
             release.set()
-
-            async def started() -> bool:
-                return "started" in order
-
-            await wait_for_async(started, "start() once the sandbox is decided")
-            assert order == ["recovered", "sandbox decided", "processes", "started"]
-            with anyio.fail_after(60):  # a guard against a hang, not a measurement
-                await sessions.shutdown()
-                await writer.drain()
-            tg.cancel_scope.cancel()
-    finally:
-        release.set()
-        await database.close()
+    assert order == ["recovered", "sandbox decided", "processes", "started"]

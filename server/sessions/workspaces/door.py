@@ -56,8 +56,8 @@ class Workspaces:
 
     async def find_files(self, session_id: str, query: str, limit: int) -> list[str] | None:
         """Files of the session's workspace matching ``query`` (None: no repository)."""
-        record = await get_record(self.services.db, session_id)
         async with self.services.db.read() as db:
+            record = await get_record(self.services.db, session_id, db)
             repo = await repo_store.get_repo(db, record.repo_id)
         if repo is None:
             return None
