@@ -130,10 +130,15 @@ def test_timeline_opens_wide_and_a_run_without_tools_says_so(
 def test_errors_highlight_leaves_with_the_page(
     module_server: SharedServer, open_page: OpenPage
 ) -> None:
+    # a session of its own: the module's other tests may have run on the other worker
+    repos = httpx.get(f"{module_server.url}/api/repos").json()["repos"]
+    repo = next(r for r in repos if r["name"] == "demo")
+    made = httpx.post(f"{module_server.url}/api/sessions", json={"repoId": repo["id"]})
+    assert made.status_code == 201, made.text
     page = open_page(f"{module_server.url}/#/errors")
     errors = page.locator(".topnav a[href='#/errors']")
     expect(errors).to_have_attribute("aria-current", "page")
-    page.locator(".session-link").first.click()
+    page.locator(f".session-link[href='#/s/{made.json()['id']}']").click()
     expect(page.locator(".session-view")).to_be_visible()
     expect(page.locator(".topnav a[aria-current]")).to_have_count(0)
 
