@@ -299,15 +299,35 @@ def test_serve_with_a_bad_value_exits_non_zero_with_one_line(
     assert not (tmp_path / "ws").exists()  # it stopped before touching anything
 
 
-def test_serve_with_a_malformed_agents_file_exits_with_one_line(tmp_path: Path) -> None:
+# The agents' sandbox tables too: they were read again when the domain was built, so a
+# bad one failed the lifespan with a traceback after the server had said it listens.
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ("[agents.broken]\ncommand = 5\n", 'agents.broken needs command = "..."'),
+        (
+            '[agents.broken]\ncommand = "x"\nsandbox = "open"\n',
+            "agents.broken.sandbox must be",
+        ),
+        (
+            '[agents.broken]\ncommand = "x"\nnetwork = "example.com"\n',
+            "agents.broken.network must be a list of hosts",
+        ),
+    ],
+)
+def test_serve_with_a_malformed_agents_file_exits_with_one_line(
+    tmp_path: Path, toml: str, says: str
+) -> None:
     agents = tmp_path / "agents.toml"
-    agents.write_text("[agents.broken]\ncommand = 5\n")
+    agents.write_text(toml)
     process = serve(tmp_path, AGENTS_FILE=str(agents))
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode != 0
+    assert process.returncode == 2, stderr
     assert "Traceback" not in stderr
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "AGENTS_FILE" in lines[0], stderr
+    assert len(lines) == 1 and lines[0].startswith("agent-sessions: AGENTS_FILE"), stderr
+    assert says in lines[0], stderr
+    assert not (tmp_path / "ws").exists()  # it stopped before touching anything
 
 
 def test_serve_with_a_bad_port_argument_exits_with_one_line(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ works here (``probe``), each agent's additions from ``AGENTS_FILE`` (``config``)
 policy of each session's agent (``host``) and the egress proxy of ``AGENT_NETWORK=proxy``
 (``egress``). The wall itself is built by ``agent_bridge.sandbox``."""
 
-from server.sandbox.config import AgentSandbox, load_agent_sandboxes
+from server.sandbox.config import AgentSandbox, parse_agent
 from server.sandbox.egress import EgressProxy, host_allowed
 from server.sandbox.host import SandboxHost, data_directory
 from server.sandbox.probe import probe_bwrap
@@ -14,6 +14,6 @@ __all__ = [
     "SandboxHost",
     "data_directory",
     "host_allowed",
-    "load_agent_sandboxes",
+    "parse_agent",
     "probe_bwrap",
 ]

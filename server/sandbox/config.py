@@ -1,8 +1,9 @@
 """Each agent's sandbox additions in ``AGENTS_FILE``: ``[agents.NAME] sandbox = {read =
 [paths], write = [paths]}`` and ``network = [hosts]``. ``~`` is the server user's home: a
 ``~/x`` path is shown at ``x`` in the agent's private home (where the agent looks for it),
-an absolute path at itself. Read here, apart from the agents' commands, so that the
-sandbox owns its part of the file."""
+an absolute path at itself. The file is read once, with the agents' commands
+(``server.sessions.agents.config.load_agents``); each agent's table is parsed here, so
+that the sandbox owns its part of it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import msgspec
 
 from server.setting_values import host_patterns
-from server.settings import Settings, SettingsError, read_agents_file
+from server.settings import SettingsError
 
-__all__ = ["AgentSandbox", "load_agent_sandboxes"]
+__all__ = ["AgentSandbox", "parse_agent"]
 
 
 class AgentSandbox(msgspec.Struct, frozen=True):
@@ -54,14 +55,3 @@ def parse_agent(name: str, spec: dict[str, Any]) -> AgentSandbox:
     return AgentSandbox(
         _paths(name, "read", table.get("read")), _paths(name, "write", table.get("write")), hosts
     )
-
-
-def load_agent_sandboxes(settings: Settings) -> dict[str, AgentSandbox]:
-    """Agent id -> its additions (agents without any are left out)."""
-    if settings.agents_file is None:
-        return {}
-    data = read_agents_file(settings.agents_file)
-    table = data.get("agents", {})
-    if not isinstance(table, dict):
-        return {}
-    return {name: parse_agent(name, spec) for name, spec in table.items() if isinstance(spec, dict)}

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 
 from agent_bridge.limits import AgentLimits, LimitCgroups
 from agent_bridge.sandbox import Network, SandboxPolicy, installation_roots, sandbox_environment
-from server.sandbox.config import AgentSandbox, load_agent_sandboxes
+from server.sandbox.config import AgentSandbox
 from server.sandbox.egress import EgressProxy
 from server.sandbox.probe import probe_bwrap
 from server.settings import Settings
@@ -82,7 +82,8 @@ class SandboxHost:
         limit_name: str = "agents",
     ) -> None:
         self.settings = settings
-        self.sandboxes = load_agent_sandboxes(settings) if sandboxes is None else dict(sandboxes)
+        # agent id -> its additions from AGENTS_FILE (each agent's ``AgentConfig.sandbox``)
+        self.sandboxes = dict(sandboxes or {})
         self.data = data_directory(settings)
         self.enabled = False
         self.reason: str | None = "not started"

@@ -481,7 +481,8 @@ class Sessions:
         supervisor that owns the lives of the live sessions in it."""
         owner, orphans = process_owner(database.url, cluster.node_id)
         cgroups = AgentCgroups(owner, settings.agent_cgroups)
-        sandbox = SandboxHost(settings, limit_name=cgroups.name)
+        sandboxes = {agent.id: agent.sandbox for agent in agents.values()}
+        sandbox = SandboxHost(settings, sandboxes, limit_name=cgroups.name)
         services = Services(settings, database, writer, cluster, clock, cgroups, sandbox)
         registry = Registry()
         supervisor = Supervisor(services, registry, broker, agents, owner, orphans)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.sandbox.config import AgentSandbox, parse_agent
 from server.sessions.agents.mcp_servers import McpServer, parse_mcp_servers
 from server.settings import Settings, SettingsError, read_agents_file
 
@@ -25,6 +26,8 @@ class AgentConfig:
     mcp_servers: tuple[str, ...] = ()  # the agent's default MCP servers, by name
     # Every MCP server AGENTS_FILE defines (the same mapping for every agent).
     mcp_catalog: Mapping[str, McpServer] = field(default_factory=dict, repr=False, compare=False)
+    # Its sandbox additions (``[agents.NAME] sandbox`` and ``network``), parsed by the sandbox.
+    sandbox: AgentSandbox = AgentSandbox()
 
     def argv(self, workspace: Path) -> list[str]:
         """The command line, with ``{workspace}`` replaced by the repository path."""
@@ -80,5 +83,6 @@ def load_agents(settings: Settings) -> dict[str, AgentConfig]:
             default=False,
             mcp_servers=tuple(dict.fromkeys(mcp)),
             mcp_catalog=catalog,
+            sandbox=parse_agent(name, spec),
         )
     return agents
