@@ -535,6 +535,7 @@ def test_registry_and_live_session_never_reach_up() -> None:
             "server.sessions.facade",
             "server.sessions.history.log",
             "server.sessions.answers",
+            "server.sessions.client_tools",
             "server.sessions.workspaces.operations",
         }
     }

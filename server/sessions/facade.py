@@ -27,11 +27,11 @@ from server.sessions import answers
 from server.sessions.agents.config import DEFAULT_AGENT_ID, AgentConfig
 from server.sessions.agents.mcp_create import create_mcp_names, mcp_refusal
 from server.sessions.catalog import Listing, Repos, Runs, Stats
+from server.sessions.client_tools import ClientTools
 from server.sessions.errors import Conflict, NotFound, SandboxUnavailable, SessionNotActive
 from server.sessions.history import archive, keeping, listing
 from server.sessions.history import log as history
 from server.sessions.history.listing import Listed, SessionPage, SessionQuery
-from server.sessions.live.client_tools import ClientToolHost, answer_of, check_tools, tools_of
 from server.sessions.live.controls_state import ControlsState, empty_controls
 from server.sessions.live.prompt_content import PromptContent, build_prompt, get_attachment
 from server.sessions.live.session import LiveSession
@@ -73,7 +73,7 @@ class NewSession(msgspec.Struct, frozen=True):
     mode_id: str | None = None
     config: dict[str, JsonValue] | None = None
     visibility: str = "team"  # API.md "Users and access": private is owner and admins only
-    client_tools: tuple[JsonObject, ...] = ()  # checked by ``check_client_tools``
+    client_tools: tuple[JsonObject, ...] = ()  # checked by ``sessions.client_tools.check``
 
 
 class Sessions:
@@ -99,6 +99,8 @@ class Sessions:
         # A session's workspace: changes, commit, merge, the review's files, file search.
         self.workspaces = Workspaces(services, registry.turn_running)
         self.repos = Repos(services.db, self.workspaces.remove_repo_worktrees)
+        # The tools a page or script carries out for a session's agent.
+        self.client_tools = ClientTools(services, registry)
 
     @property
     def shutting_down(self) -> bool:
@@ -319,54 +321,6 @@ class Sessions:
         return await answers.answer_elicitation(
             self.services.db, self.registry, session_id, request_id, action, content
         )
-
-    # -- client tools (API.md "Client tools") ------------------------------------------
-
-    def check_client_tools(self, value: object) -> list[JsonObject]:
-        """A client's tool set (``tools`` of PUT, ``clientTools`` of create), checked."""
-        return check_tools(value)
-
-    async def client_tools(self, session_id: str) -> list[JsonObject]:
-        return tools_of((await self.get(session_id)).client_tools)
-
-    async def set_client_tools(self, session_id: str, value: object) -> list[JsonObject]:
-        """Check and store the set, and hand it to the running agent: announced on its
-        MCP sessions when the server was offered to it; otherwise an idle agent that can
-        take HTTP MCP and restore its own session is stopped, so that its next start (on
-        the next prompt, with ``session/load`` or ``session/resume``) is offered it."""
-        tools = check_tools(value)
-        await self.get(session_id)
-        writer = self.services.writer
-        await writer.submit(None, (), [SetClientTools(session_id, tools or None)]).wait()
-        async with self.registry.lock(session_id):  # no agent starts meanwhile
-            live = self.registry.get(session_id)
-            if live is None or live.stopping:
-                return tools
-            if live.client_tools.replace(tools, live.client, live.turn is not None):
-                log.info(
-                    "agent restarted to be offered its client tools",
-                    extra={"session_id": session_id},
-                )
-                await live.stop("cancelled")
-        return tools
-
-    async def answer_client_tool(
-        self, session_id: str, call_id: str, body: JsonObject, by: JsonObject
-    ) -> None:
-        """A client's answer (``{result?, content?, isError?}``, checked) to a call; the
-        first answer wins."""
-        answer = answer_of(body, self.services.settings.max_client_tool_result_bytes)
-        await answers.answer_client_tool(
-            self.services.db, self.registry, session_id, call_id, answer, by
-        )
-
-    def client_tool_host(self, session_id: str) -> ClientToolHost | None:
-        """The tool server of the session's running agent, if it was offered one (what
-        the MCP endpoint serves)."""
-        live = self.registry.get(session_id)
-        if live is None or not live.client_tools.offered:
-            return None
-        return live.client_tools
 
     # -- controls ----------------------------------------------------------------------
 

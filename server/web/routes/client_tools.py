@@ -25,7 +25,7 @@ def _by(via: str) -> JsonObject:
 
 async def get_tools(request: Request) -> Response:
     state = app_state(request)
-    tools = await state.sessions.client_tools(session_id_param(request))
+    tools = await state.sessions.client_tools.of(session_id_param(request))
     return JSONResponse({"tools": tools})
 
 
@@ -36,7 +36,7 @@ async def put_tools(request: Request) -> Response:
     unknown = sorted(set(body) - {"tools"})
     if unknown:
         raise ApiError.validation(f"Unknown fields: {', '.join(unknown)}.")
-    tools = await state.sessions.set_client_tools(session_id, body.get("tools"))
+    tools = await state.sessions.client_tools.replace(session_id, body.get("tools"))
     return JSONResponse({"tools": tools})
 
 
@@ -55,7 +55,7 @@ async def _answer(
     unknown = sorted(set(body) - {"result", "content", "isError", "callId", "type", "id"})
     if unknown:
         raise ApiError.validation(f"Unknown fields: {', '.join(unknown)}.")
-    await sessions.answer_client_tool(session_id, call_id, body, _by(via))
+    await sessions.client_tools.answer(session_id, call_id, body, _by(via))
 
 
 async def client_tool_command(sessions: Sessions, session_id: str, command: JsonObject) -> None:
@@ -67,7 +67,7 @@ async def client_tool_command(sessions: Sessions, session_id: str, command: Json
 
 
 def _find_host(request: Request, session_id: str) -> ToolHost | None:
-    return app_state(request).sessions.client_tool_host(session_id)
+    return app_state(request).sessions.client_tools.host(session_id)
 
 
 routes = [

@@ -51,7 +51,7 @@ async def create_session(request: Request) -> Response:
             "config": check_config,
             "mcpServers": lambda value: list(state.sessions.mcp_names(value)),
             "clientTools": lambda value: (
-                None if value is None else state.sessions.check_client_tools(value)
+                None if value is None else state.sessions.client_tools.check(value)
             ),
         },
     )
