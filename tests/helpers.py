@@ -33,7 +33,9 @@ def _said(what: str | Callable[[], object]) -> object:
 
 
 def wait_for(
-    check: Callable[[], T], what: str | Callable[[], object] = "the condition", timeout: float = 30
+    check: Callable[[], T | None],
+    what: str | Callable[[], object] = "the condition",
+    timeout: float = 30,
 ) -> T:
     """Call ``check`` until it returns something truthy, and return that; fail the test
     with ``what`` (a text, or a callable read only on failure) once ``timeout`` seconds
@@ -50,7 +52,7 @@ def wait_for(
 
 
 async def wait_for_async(
-    check: Callable[[], Awaitable[T]],
+    check: Callable[[], Awaitable[T | None]],
     what: str | Callable[[], object] = "the condition",
     timeout: float = 30,
 ) -> T:
@@ -91,7 +93,7 @@ def wait_for_message(
 def run_ended(run_id: str) -> Callable[[dict[str, Any]], bool]:
     def match(message: dict[str, Any]) -> bool:
         content = message["content"]
-        return (
+        return bool(
             content["type"] == "run"
             and content["runId"] == run_id
             and content["status"] != "running"
