@@ -20,7 +20,8 @@ What the sandbox holds (docs/sandbox.md says why):
 - network ``open`` (the host's), ``none`` (a namespace with loopback only) or ``proxy``
   (the same, plus the server's egress proxy: its Unix socket bound in at ``PROXY_SOCKET``
   and ``agent_bridge.egress_forwarder`` started first, listening on the namespace's own
-  loopback at ``PROXY_PORT``);
+  loopback at ``proxy_port``: ``PROXY_PORT``, or the next port when the server's own
+  port is ``PROXY_PORT``, so that the client tools' URL below keeps its port);
 - under ``none`` and ``proxy``, the session's client-tools MCP server: its Unix socket
   (``mcp_socket``) bound in at ``MCP_SOCKET`` and the forwarder listening on the
   namespace's loopback at ``mcp_port`` (the server's own port: the URL the agent is given,
@@ -51,6 +52,7 @@ __all__ = [
     "host_secrets",
     "installation_roots",
     "proxy_environment",
+    "proxy_port",
     "sandbox_environment",
 ]
 
@@ -97,6 +99,7 @@ class SandboxPolicy:
     # the agent reaches it at; only under a network of its own (``none``, ``proxy``)
     mcp_socket: Path | None = None
     mcp_port: int = 0
+    proxy_port: int = PROXY_PORT  # where the forwarder takes the agent's proxy requests
     bwrap: str = "bwrap"
     python: str = field(default=sys.executable)  # runs the forwarder (``proxy``)
 
@@ -107,6 +110,9 @@ class SandboxPolicy:
             raise ValueError("network proxy needs the proxy's socket")
         if self.mcp_socket is not None and not 0 < self.mcp_port < 65536:
             raise ValueError("an MCP socket needs its port")
+        if self.network == "proxy" and self.mcp_socket is not None:
+            if self.mcp_port == self.proxy_port:
+                raise ValueError(f"the MCP relay and the egress proxy share port {self.mcp_port}")
 
 
 def _system(exists: Mapping[str, str | None]) -> list[str]:
@@ -210,11 +216,10 @@ def bwrap_argv(
     if policy.network == "proxy":
         assert policy.proxy_socket is not None
         args += ["--ro-bind", str(policy.proxy_socket), PROXY_SOCKET]
-        relays += [str(PROXY_PORT), PROXY_SOCKET]
+        relays += [str(policy.proxy_port), PROXY_SOCKET]
     if policy.network != "open" and policy.mcp_socket is not None:
-        if policy.mcp_port != PROXY_PORT or policy.network != "proxy":
-            args += ["--ro-bind", str(policy.mcp_socket), MCP_SOCKET]
-            relays += [str(policy.mcp_port), MCP_SOCKET]
+        args += ["--ro-bind", str(policy.mcp_socket), MCP_SOCKET]
+        relays += [str(policy.mcp_port), MCP_SOCKET]
     command = list(argv)
     if relays:
         command = [policy.python, "-I", "-S", FORWARDER, *relays, "--", *command]
@@ -236,9 +241,16 @@ def _resolver(layout: Mapping[str, str | None] | None) -> list[str]:
     return []
 
 
-def proxy_environment() -> dict[str, str]:
-    """The variables that send an agent's HTTP(S) through the forwarder."""
-    url = f"http://127.0.0.1:{PROXY_PORT}"
+def proxy_port(server_port: int) -> int:
+    """Where the egress proxy listens inside a sandbox of a server on ``server_port``:
+    ``PROXY_PORT``, unless the server's own port (which the client tools' relay keeps,
+    so that their URL works unchanged inside) is that one."""
+    return PROXY_PORT + 1 if server_port == PROXY_PORT else PROXY_PORT
+
+
+def proxy_environment(port: int = PROXY_PORT) -> dict[str, str]:
+    """The variables that send an agent's HTTP(S) through the forwarder on ``port``."""
+    url = f"http://127.0.0.1:{port}"
     return {
         "HTTPS_PROXY": url,
         "HTTP_PROXY": url,
@@ -253,17 +265,21 @@ def proxy_environment() -> dict[str, str]:
 
 
 def sandbox_environment(
-    source: Mapping[str, str], extra: Mapping[str, str], home: Path, network: Network
+    source: Mapping[str, str],
+    extra: Mapping[str, str],
+    home: Path,
+    network: Network,
+    proxy_port: int = PROXY_PORT,
 ) -> dict[str, str]:
     """The fixed environment of a sandboxed agent: ``PATH``, ``LANG``, ``TERM``, ``LC_*``
     and the ``AGENT_SESSIONS_*`` markers from ``source``; ``HOME`` the private ``home``,
-    ``TMPDIR`` the private ``/tmp``; the proxy's variables under ``proxy``; then
-    ``extra`` (the agent's own ``env``), which wins."""
+    ``TMPDIR`` the private ``/tmp``; the proxy's variables under ``proxy`` (the
+    forwarder on ``proxy_port``); then ``extra`` (the agent's own ``env``), which wins."""
     env = {k: v for k, v in source.items() if k in KEPT_ENV or k.startswith(ENV_PREFIXES)}
     env["HOME"] = str(home)
     env["TMPDIR"] = "/tmp"  # noqa: S108 - the sandbox's own tmpfs
     if network == "proxy":
-        env.update(proxy_environment())
+        env.update(proxy_environment(proxy_port))
     env.update(extra)
     return env
 

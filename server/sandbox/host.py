@@ -24,7 +24,13 @@ from anyio.abc import TaskStatus
 from sqlalchemy.engine import make_url
 
 from agent_bridge.limits import AgentLimits, LimitCgroups
-from agent_bridge.sandbox import Network, SandboxPolicy, installation_roots, sandbox_environment
+from agent_bridge.sandbox import (
+    Network,
+    SandboxPolicy,
+    installation_roots,
+    proxy_port,
+    sandbox_environment,
+)
 from server.sandbox.config import AgentSandbox
 from server.sandbox.egress import EgressProxy
 from server.sandbox.probe import probe_bwrap
@@ -182,7 +188,8 @@ class SandboxHost:
         sandbox; with one, the fixed list plus the agent's own ``env``."""
         if not self.enabled:
             return dict(env)
-        return sandbox_environment(env, agent.env, self.home(agent.id), self.network)
+        home, port = self.home(agent.id), proxy_port(self.settings.port)
+        return sandbox_environment(env, agent.env, home, self.network, port)
 
     def _allowed(self, agent_id: str) -> tuple[str, ...]:
         own = self.sandboxes.get(agent_id, AgentSandbox()).network
@@ -269,5 +276,6 @@ class SandboxHost:
             mounts=tuple(mounts),
             network=self.network,
             proxy_socket=proxy_socket,
+            proxy_port=proxy_port(self.settings.port),
             bwrap=self.bwrap or "bwrap",
         )

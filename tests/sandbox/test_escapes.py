@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import socket
 import sys
 import time
 import uuid
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_bridge.sandbox import PROXY_PORT
 from tests.conftest import LiveServer, make_git_repo, settings_env, start_server, test_database_url
 from tests.helpers import run_ended, wait_for_message
 
@@ -81,7 +83,7 @@ class Node:
         return code == 0
 
 
-def _node(tmp: Path, mode: str, network: str) -> Iterator[Node]:
+def _node(tmp: Path, mode: str, network: str, port: int | None = None) -> Iterator[Node]:
     workspace = tmp / "workspace"
     make_git_repo(workspace / "demo")
     make_git_repo(workspace / "other", {"SECRET.md": "another repository's secret\n"})
@@ -100,7 +102,7 @@ def _node(tmp: Path, mode: str, network: str) -> Iterator[Node]:
         API_TOKEN=SECRET,
         MAX_CONCURRENT_SESSIONS=20,
     )
-    server = start_server(env, tmp / "server.log")
+    server = start_server(env, tmp / "server.log", port=port)
     client = httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=30
     )
@@ -303,6 +305,54 @@ def test_reach_a_host_not_allowed_through_the_proxy(proxied: Node, node: Node) -
 def test_an_allowed_host_gets_through_the_proxy(proxied: Node) -> None:
     port = proxied.server.port
     assert proxied.attempt(f"{PY} -c {shlex.quote(CONNECT)} localhost {port}")
+
+
+THROUGH_BOTH = """
+import os, socket, sys, urllib.error, urllib.request
+proxy = os.environ["HTTPS_PROXY"]
+print("proxy", proxy)
+p = socket.create_connection(("127.0.0.1", int(proxy.rsplit(":", 1)[1])), 3)
+p.sendall(b"CONNECT localhost:%d HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n" % int(sys.argv[1]))
+print("connect", p.recv(4096).decode().splitlines()[0])
+p.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n")
+print("through the proxy", p.recv(4096).decode().splitlines()[0])
+try:  # NO_PROXY: straight to the loopback listener at the server's own port
+    urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/healthz", timeout=5)
+    print("relay open")
+except (urllib.error.URLError, OSError) as exc:
+    print("relay", exc)
+"""
+
+
+def test_a_server_on_the_proxys_port_keeps_client_tools_and_proxy(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The egress proxy listens on 3128 inside the sandbox. A server whose own PORT is
+    3128 has it on 3129 instead: the client tools' relay keeps the server's port (the
+    agent's MCP URL works unchanged), and the agent's traffic still goes through the
+    proxy. Before, the relay was left out and the client tools could not be reached."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(("127.0.0.1", PROXY_PORT))
+        except OSError:
+            pytest.skip(f"port {PROXY_PORT} is taken on this machine")
+    nodes = _node(tmp_path_factory.mktemp("escape-3128"), "on", "proxy", port=PROXY_PORT)
+    node = next(nodes)
+    try:
+        if not sandboxed(node):
+            pytest.skip("the sandbox does not work here")
+        sid = node.session(clientTools=[PICK])
+        code, output, _ = node.run(sid, f"{PY} -c {shlex.quote(THROUGH_BOTH)} {PROXY_PORT}")
+        print(output)
+        assert code == 0, output
+        assert f"proxy http://127.0.0.1:{PROXY_PORT + 1}" in output
+        assert "connect HTTP/1.1 200" in output
+        assert "through the proxy HTTP/1.1 200" in output
+        assert "relay open" not in output  # the relay carries the MCP path only
+        assert "mcp_relay_refused" in node.server.log()  # so it was the relay that answered
+    finally:
+        nodes.close()
 
 
 def test_an_agent_killed_for_memory_ends_its_session_in_error(node: Node) -> None:

@@ -16,6 +16,7 @@ from agent_bridge.sandbox import (
     bwrap_argv,
     host_secrets,
     installation_roots,
+    proxy_port,
     sandbox_environment,
 )
 from server.sandbox.config import parse_agent
@@ -110,6 +111,30 @@ def test_the_mcp_relay_is_a_second_forwarded_port_under_none_and_proxy() -> None
         SandboxPolicy(WS, HOME, network="none", mcp_socket=mcp)
 
 
+def test_a_server_on_the_proxys_port_moves_the_proxy_aside() -> None:
+    """The relay keeps the server's own port (the agent's MCP URL); the proxy takes the
+    next one when that port is its own."""
+    assert proxy_port(8000) == PROXY_PORT and proxy_port(PROXY_PORT) == PROXY_PORT + 1
+    mcp, egress = Path("/tmp/egress/2.sock"), Path("/tmp/egress/1.sock")
+    policy = SandboxPolicy(
+        WS,
+        HOME,
+        network="proxy",
+        proxy_socket=egress,
+        mcp_socket=mcp,
+        mcp_port=PROXY_PORT,
+        proxy_port=proxy_port(PROXY_PORT),
+    )
+    argv = bwrap_argv(policy, ["a"], layout=LAYOUT)
+    assert ("--ro-bind", str(mcp), MCP_SOCKET) in binds(argv)
+    tail = argv[argv.index("--") + 1 :]
+    assert tail[4:] == [str(PROXY_PORT + 1), PROXY_SOCKET, str(PROXY_PORT), MCP_SOCKET, "--", "a"]
+    with pytest.raises(ValueError, match="share port"):
+        SandboxPolicy(
+            WS, HOME, network="proxy", proxy_socket=egress, mcp_socket=mcp, mcp_port=PROXY_PORT
+        )
+
+
 SID = "0b9c6c4e-61a4-4c55-9a0e-1d2f3a4b5c6d"
 
 
@@ -160,6 +185,8 @@ def test_the_environment_is_a_fixed_list() -> None:
     for secret in ("API_TOKEN", "DATABASE_URL", "CLUSTER_SECRET", "USER"):
         assert secret not in env
     assert "HTTPS_PROXY" not in sandbox_environment(source, {}, HOME, "none")
+    moved = sandbox_environment(source, {}, HOME, "proxy", proxy_port(PROXY_PORT))
+    assert moved["HTTPS_PROXY"] == moved["HTTP_PROXY"] == f"http://127.0.0.1:{PROXY_PORT + 1}"
 
 
 def test_installation_roots(tmp_path: Path) -> None:
