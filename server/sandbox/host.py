@@ -90,6 +90,9 @@ class SandboxHost:
         self.settings = settings
         # agent id -> its additions from AGENTS_FILE (each agent's ``AgentConfig.sandbox``)
         self.sandboxes = dict(sandboxes or {})
+        # where the egress proxy listens inside (the policy's forwarder, the environment's
+        # proxy variables): the same for every agent of this server
+        self.proxy_port = proxy_port(settings.port)
         self.data = data_directory(settings)
         self.enabled = False
         self.reason: str | None = "not started"
@@ -188,8 +191,8 @@ class SandboxHost:
         sandbox; with one, the fixed list plus the agent's own ``env``."""
         if not self.enabled:
             return dict(env)
-        home, port = self.home(agent.id), proxy_port(self.settings.port)
-        return sandbox_environment(env, agent.env, home, self.network, port)
+        home = self.home(agent.id)
+        return sandbox_environment(env, agent.env, home, self.network, self.proxy_port)
 
     def _allowed(self, agent_id: str) -> tuple[str, ...]:
         own = self.sandboxes.get(agent_id, AgentSandbox()).network
@@ -276,6 +279,6 @@ class SandboxHost:
             mounts=tuple(mounts),
             network=self.network,
             proxy_socket=proxy_socket,
-            proxy_port=proxy_port(self.settings.port),
+            proxy_port=self.proxy_port,
             bwrap=self.bwrap or "bwrap",
         )

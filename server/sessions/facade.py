@@ -36,6 +36,7 @@ from server.sessions.live.controls_state import ControlsState, empty_controls
 from server.sessions.live.prompt_content import PromptContent, build_prompt, get_attachment
 from server.sessions.live.session import LiveSession
 from server.sessions.live.transcript import ChatEntry
+from server.sessions.live.turns import text_block
 from server.sessions.records import get_record
 from server.sessions.services import CLEANUP_SECONDS, Services
 from server.sessions.supervision.admission import refuse_when_full
@@ -405,7 +406,7 @@ class Sessions:
         prompt, stored = await review.review_prompt(
             self.services, self.registry.turn_running, session_id, comments, text
         )
-        content = PromptContent(prompt, [{"type": "text", "text": prompt}], stored)
+        content = PromptContent(prompt, [text_block(prompt)], stored)
         return await self.prompt(session_id, prompt, content=content)
 
     async def attachment(self, session_id: str, sha256: str) -> Attachment | None:

@@ -25,7 +25,7 @@ pytest.importorskip(
 from playwright.sync_api import expect  # noqa: E402
 
 from tests.browser.conftest import SharedServer  # noqa: E402
-from tests.browser.ui import send, start_session, wait_turns  # noqa: E402
+from tests.browser.ui import api_session, send, start_session, wait_turns  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tests.stats.seed import seed  # noqa: E402
 
@@ -241,13 +241,8 @@ def test_run_timeline_matches_the_tool_calls(
 def test_errors_page_links_to_where_the_run_ended(
     seeded: SharedServer, open_page: OpenPage, shot: Shot
 ) -> None:
-    repo = next(
-        r for r in httpx.get(f"{seeded.url}/api/repos").json()["repos"] if r["name"] == "demo"
-    )
-    session = httpx.post(f"{seeded.url}/api/sessions", json={"repoId": repo["id"]}).json()
-    prompted = httpx.post(
-        f"{seeded.url}/api/sessions/{session['id']}/prompt", json={"text": "crash"}
-    )
+    session_id = api_session(seeded.url)
+    prompted = httpx.post(f"{seeded.url}/api/sessions/{session_id}/prompt", json={"text": "crash"})
     assert prompted.status_code == 202, prompted.text
     run_id = prompted.json()["runId"]
     deadline = time.monotonic() + 15
@@ -270,6 +265,6 @@ def test_errors_page_links_to_where_the_run_ended(
     expect(crashed.locator(".error-context li").first).to_be_visible()
     shot(page, "errors")
     crashed.get_by_role("link").click()
-    expect(page).to_have_url(f"{seeded.url}/#/s/{session['id']}/r/{run_id}")
+    expect(page).to_have_url(f"{seeded.url}/#/s/{session_id}/r/{run_id}")
     expect(page.locator(f".run-marker.revealed[data-run-id='{run_id}']")).to_be_visible()
     assert ROOT

@@ -24,7 +24,7 @@ pytest.importorskip(
 from playwright.sync_api import expect  # noqa: E402
 
 from tests.browser.conftest import SharedServer  # noqa: E402
-from tests.browser.ui import send, start_session, wait_turns  # noqa: E402
+from tests.browser.ui import api_session, send, start_session, wait_turns  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -62,10 +62,7 @@ def test_usage_page_without_data_and_on_a_phone(
 def test_failed_runs_have_a_colour_of_their_own(
     module_server: SharedServer, open_page: OpenPage
 ) -> None:
-    repos = httpx.get(f"{module_server.url}/api/repos").json()["repos"]
-    repo = next(r for r in repos if r["name"] == "demo")
-    session = httpx.post(f"{module_server.url}/api/sessions", json={"repoId": repo["id"]}).json()
-    sid = session["id"]
+    sid = api_session(module_server.url)
     for text in ("hello", "crash"):
         run = httpx.post(f"{module_server.url}/api/sessions/{sid}/prompt", json={"text": text})
         assert run.status_code == 202, run.text
@@ -131,14 +128,11 @@ def test_errors_highlight_leaves_with_the_page(
     module_server: SharedServer, open_page: OpenPage
 ) -> None:
     # a session of its own: the module's other tests may have run on the other worker
-    repos = httpx.get(f"{module_server.url}/api/repos").json()["repos"]
-    repo = next(r for r in repos if r["name"] == "demo")
-    made = httpx.post(f"{module_server.url}/api/sessions", json={"repoId": repo["id"]})
-    assert made.status_code == 201, made.text
+    sid = api_session(module_server.url)
     page = open_page(f"{module_server.url}/#/errors")
     errors = page.locator(".topnav a[href='#/errors']")
     expect(errors).to_have_attribute("aria-current", "page")
-    page.locator(f".session-link[href='#/s/{made.json()['id']}']").click()
+    page.locator(f".session-link[href='#/s/{sid}']").click()
     expect(page.locator(".session-view")).to_be_visible()
     expect(page.locator(".topnav a[aria-current]")).to_have_count(0)
 

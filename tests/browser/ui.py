@@ -5,12 +5,23 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
 from playwright.sync_api import expect
 
 WAIT_MS = 15_000
 expect.set_options(timeout=WAIT_MS)
 
 SESSION_URL = re.compile(r"#/s/[0-9a-f-]{36}$")
+
+
+def api_session(url: str, repo: str = "demo") -> str:
+    """A session on the repository named ``repo``, made through the API (not the page);
+    its id."""
+    repos = httpx.get(f"{url}/api/repos").json()["repos"]
+    repo_id = next(r["id"] for r in repos if r["name"] == repo)
+    made = httpx.post(f"{url}/api/sessions", json={"repoId": repo_id})
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
 
 
 def start_session(page: Any, *, agent: str | None = None, title: str | None = None) -> str:

@@ -324,35 +324,37 @@ except (urllib.error.URLError, OSError) as exc:
 """
 
 
-def test_a_server_on_the_proxys_port_keeps_client_tools_and_proxy(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    """The egress proxy listens on 3128 inside the sandbox. A server whose own PORT is
-    3128 has it on 3129 instead: the client tools' relay keeps the server's port (the
-    agent's MCP URL works unchanged), and the agent's traffic still goes through the
-    proxy. Before, the relay was left out and the client tools could not be reached."""
+@pytest.fixture
+def on_the_proxys_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    """A sandboxed server under ``proxy`` whose own PORT is the proxy's (3128)."""
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
             probe.bind(("127.0.0.1", PROXY_PORT))
         except OSError:
             pytest.skip(f"port {PROXY_PORT} is taken on this machine")
-    nodes = _node(tmp_path_factory.mktemp("escape-3128"), "on", "proxy", port=PROXY_PORT)
-    node = next(nodes)
-    try:
-        if not sandboxed(node):
-            pytest.skip("the sandbox does not work here")
-        sid = node.session(clientTools=[PICK])
-        code, output, _ = node.run(sid, f"{PY} -c {shlex.quote(THROUGH_BOTH)} {PROXY_PORT}")
-        print(output)
-        assert code == 0, output
-        assert f"proxy http://127.0.0.1:{PROXY_PORT + 1}" in output
-        assert "connect HTTP/1.1 200" in output
-        assert "through the proxy HTTP/1.1 200" in output
-        assert "relay open" not in output  # the relay carries the MCP path only
-        assert "mcp_relay_refused" in node.server.log()  # so it was the relay that answered
-    finally:
-        nodes.close()
+    yield from _node(tmp_path_factory.mktemp("escape-3128"), "on", "proxy", port=PROXY_PORT)
+
+
+def test_a_server_on_the_proxys_port_keeps_client_tools_and_proxy(
+    on_the_proxys_port: Node,
+) -> None:
+    """The egress proxy listens on 3128 inside the sandbox. A server whose own PORT is
+    3128 has it on 3129 instead: the client tools' relay keeps the server's port (the
+    agent's MCP URL works unchanged), and the agent's traffic still goes through the
+    proxy. Before, the relay was left out and the client tools could not be reached."""
+    node = on_the_proxys_port
+    if not sandboxed(node):
+        pytest.skip("the sandbox does not work here")
+    sid = node.session(clientTools=[PICK])
+    code, output, _ = node.run(sid, f"{PY} -c {shlex.quote(THROUGH_BOTH)} {PROXY_PORT}")
+    print(output)
+    assert code == 0, output
+    assert f"proxy http://127.0.0.1:{PROXY_PORT + 1}" in output
+    assert "connect HTTP/1.1 200" in output
+    assert "through the proxy HTTP/1.1 200" in output
+    assert "relay open" not in output  # the relay carries the MCP path only
+    assert "mcp_relay_refused" in node.server.log()  # so it was the relay that answered
 
 
 def test_an_agent_killed_for_memory_ends_its_session_in_error(node: Node) -> None:

@@ -310,6 +310,7 @@ async def test_start_waits_for_the_sandbox_decided_beside_the_recovery(
     from server.sessions.supervision.supervisor import Supervisor
 
     release = threading.Event()
+    recovered, started = anyio.Event(), anyio.Event()
     order: list[str] = []
     decide, recover, start_processes = (
         SandboxHost.start,
@@ -325,6 +326,7 @@ async def test_start_waits_for_the_sandbox_decided_beside_the_recovery(
     async def recovering(supervisor: Supervisor) -> None:
         await recover(supervisor)
         order.append("recovered")
+        recovered.set()
 
     async def starting_processes(supervisor: Supervisor) -> None:
         order.append("processes")
@@ -334,26 +336,23 @@ async def test_start_waits_for_the_sandbox_decided_beside_the_recovery(
     monkeypatch.setattr(Supervisor, "recover", recovering)
     monkeypatch.setattr(Supervisor, "start_processes", starting_processes)
 
-    async def recovered() -> bool:
-        return "recovered" in order
-
-    async def started() -> bool:
-        return "started" in order
-
     async with running(demo_settings, start=False) as domain:
 
         async def start() -> None:
             await domain.sessions.start()
             order.append("started")
+            started.set()
 
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(start)
-                await wait_for_async(recovered, "the recovery, with the probe held")
+                with anyio.fail_after(30):  # the recovery, with the probe held
+                    await recovered.wait()
                 await anyio.wait_all_tasks_blocked()
                 assert order == ["recovered"]  # not started: the sandbox is not decided yet
                 release.set()
-                await wait_for_async(started, "start() once the sandbox is decided")
+                with anyio.fail_after(30):  # start() once the sandbox is decided
+                    await started.wait()
         finally:
             release.set()
     assert order == ["recovered", "sandbox decided", "processes", "started"]
