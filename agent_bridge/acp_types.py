@@ -2,8 +2,6 @@
 as TypedDicts. What the agent sends is ``JsonObject`` (``agent_bridge.jsontypes``): it is
 someone else's JSON, checked field by field where it is read."""
 
-from __future__ import annotations
-
 from typing import Literal, NotRequired, TypedDict
 
 from agent_bridge.jsontypes import JsonObject

@@ -7,8 +7,6 @@ TypedDicts or msgspec Structs instead (``server.contents``, ``server.shapes``,
 ``store`` has the same two names (``store.jsontypes``): the leaf packages import neither
 each other nor ``server``."""
 
-from __future__ import annotations
-
 from typing import Any, TypeAlias
 
 __all__ = ["JsonObject", "JsonValue"]

@@ -37,9 +37,10 @@ import glob
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
+
+import msgspec
 
 __all__ = [
     "MCP_SOCKET",
@@ -83,8 +84,7 @@ ENV_PREFIXES: Final = ("LC_", "AGENT_SESSIONS_")
 OWN_PACKAGE: Final = str(Path(__file__).parent)
 
 
-@dataclass(frozen=True)
-class SandboxPolicy:
+class SandboxPolicy(msgspec.Struct, frozen=True):
     """One agent's wall. Paths are absolute; ``workspace`` is where it starts."""
 
     workspace: Path
@@ -101,7 +101,7 @@ class SandboxPolicy:
     mcp_port: int = 0
     proxy_port: int = PROXY_PORT  # where the forwarder takes the agent's proxy requests
     bwrap: str = "bwrap"
-    python: str = field(default=sys.executable)  # runs the forwarder (``proxy``)
+    python: str = sys.executable  # runs the forwarder (``proxy``)
 
     def __post_init__(self) -> None:
         if self.network not in NETWORKS:

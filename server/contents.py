@@ -8,8 +8,6 @@ A cross-cutting leaf, like ``server.shapes``: it imports nothing else from ``ser
 ``as_json`` is the one place a typed shape becomes the plain JSON object the writer
 (``server.stream.writer.Draft``), the store and the resources' Structs take."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, TypedDict, cast
 

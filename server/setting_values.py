@@ -1,17 +1,124 @@
-"""Kinds of setting values: origins, database URLs, host names and patterns, sizes in
-bytes, optional counts and cores. Each parser raises ``ValueError`` with a short reason;
-``server.settings`` names the variable."""
+"""Kinds of setting values: numbers, flags, choices, texts, commands and files, origins,
+database URLs, host names and patterns, sizes in bytes, optional counts and cores. Each
+parser raises ``ValueError`` with a short reason; ``server.settings`` names the variable."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
+import shlex
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-__all__ = ["async_database_url", "cores", "host_names", "host_patterns", "limit", "origins", "size"]
+__all__ = [
+    "async_database_url",
+    "choice",
+    "command",
+    "cores",
+    "flag",
+    "header_name",
+    "host_names",
+    "host_patterns",
+    "limit",
+    "number",
+    "optional_text",
+    "optional_whole",
+    "origins",
+    "readable_file",
+    "size",
+    "text",
+    "whole",
+]
+
+
+def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A whole number in [``minimum``, ``maximum``]."""
+
+    def parse(raw: str) -> int:
+        return _whole(raw, minimum, maximum)
+
+    return parse
+
+
+def optional_whole(minimum: int) -> Callable[[str], int | None]:
+    """A whole number of at least ``minimum``, or empty for none."""
+
+    def parse(raw: str) -> int | None:
+        return _whole(raw, minimum) if raw.strip() else None
+
+    return parse
+
+
+def number(minimum: float) -> Callable[[str], float]:
+    """A finite number of at least ``minimum``."""
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not minimum <= value < float("inf"):
+            raise ValueError(f"must be a number of at least {minimum}")
+        return value
+
+    return parse
+
+
+def flag(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    """One of ``choices`` (any case)."""
+
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def text(raw: str) -> str:
+    return raw.strip()
+
+
+def optional_text(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def header_name(raw: str) -> str | None:
+    name = raw.strip().lower()
+    if name and not re.fullmatch(r"[a-z0-9-]+", name):
+        raise ValueError("must be a header name such as X-Forwarded-User")
+    return name or None
+
+
+def command(raw: str) -> str:
+    """A command line (at least a program)."""
+    if not shlex.split(raw):
+        raise ValueError("must not be empty")
+    return raw.strip()
+
+
+def readable_file(raw: str) -> Path | None:
+    """A file that exists, or empty for none."""
+    if not raw.strip():
+        return None
+    path = Path(raw.strip())
+    if not path.is_file():
+        raise ValueError("names no readable file")
+    return path
 
 
 def origins(raw: str) -> tuple[str, ...]:
@@ -83,12 +190,12 @@ def size(raw: str) -> int | None:
         scale = 1024 ** ("KMGT".index(value[-1]) + 1)
         value = value[:-1]
     try:
-        number = float(value)
+        amount = float(value)
     except ValueError:
         raise ValueError("must be a size like 4G, 512M or 1073741824") from None
-    if not 1 <= number * scale < 2**63:
+    if not 1 <= amount * scale < 2**63:
         raise ValueError("must be a size like 4G, 512M or 1073741824")
-    return int(number * scale)
+    return int(amount * scale)
 
 
 def limit(minimum: int) -> Callable[[str], int | None]:
@@ -114,13 +221,15 @@ def host_patterns(raw: str) -> tuple[str, ...]:
     return tuple(patterns)
 
 
-def _whole(raw: str, minimum: int) -> int:
+def _whole(raw: str, minimum: int, maximum: int | None = None) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
         raise ValueError("must be a whole number") from None
     if value < minimum:
         raise ValueError(f"must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"must be at most {maximum}")
     return value
 
 

@@ -1,8 +1,6 @@
 """The append-only message log. Inserts go through Core executemany (the ORM's
 ``add_all`` does not batch on SQLite)."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict, cast

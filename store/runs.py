@@ -1,7 +1,5 @@
 """Repository functions for runs and their tool calls. They never commit."""
 
-from __future__ import annotations
-
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime

@@ -8,8 +8,6 @@ are local days of an IANA zone: PostgreSQL converts with ``timezone()``; SQLite 
 data, so the zone's UTC offsets over the range are computed here and applied with a CASE.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypedDict
 from zoneinfo import ZoneInfo

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from server.sandbox.config import AgentSandbox, parse_agent
 from server.sessions.agents.mcp_servers import McpServer, parse_mcp_servers
@@ -16,18 +17,25 @@ __all__ = ["DEFAULT_AGENT_ID", "AgentConfig", "load_agents"]
 DEFAULT_AGENT_ID = "default"
 
 
-@dataclass(frozen=True)
-class AgentConfig:
+class AgentConfig(msgspec.Struct, frozen=True):
     id: str
     command: str
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     auth_method: str | None = None
     default: bool = False
     mcp_servers: tuple[str, ...] = ()  # the agent's default MCP servers, by name
     # Every MCP server AGENTS_FILE defines (the same mapping for every agent).
-    mcp_catalog: Mapping[str, McpServer] = field(default_factory=dict, repr=False, compare=False)
+    mcp_catalog: Mapping[str, McpServer] = msgspec.field(default_factory=dict)
     # Its sandbox additions (``[agents.NAME] sandbox`` and ``network``), parsed by the sandbox.
     sandbox: AgentSandbox = AgentSandbox()
+
+    def __repr__(self) -> str:
+        # the environment's values may be keys: its names only; the catalog is every agent's
+        return (
+            f"AgentConfig(id={self.id!r}, command={self.command!r}, env={sorted(self.env)!r}, "
+            f"auth_method={self.auth_method!r}, default={self.default!r}, "
+            f"mcp_servers={self.mcp_servers!r}, sandbox={self.sandbox!r})"
+        )
 
     def argv(self, workspace: Path) -> list[str]:
         """The command line, with ``{workspace}`` replaced by the repository path."""

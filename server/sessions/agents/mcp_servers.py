@@ -9,8 +9,9 @@ adds by name. Their ``env`` and ``headers`` values are secrets: they go to the a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from agent_bridge import acp_types
 from server.sessions.errors import Invalid
@@ -27,16 +28,21 @@ __all__ = [
 Transport = Literal["stdio", "http", "sse"]
 
 
-@dataclass(frozen=True)
-class McpServer:
+class McpServer(msgspec.Struct, frozen=True):
     name: str
     transport: Transport
     command: str = ""
     args: tuple[str, ...] = ()
     url: str = ""
     # Secrets: kept out of repr (so out of any log line that formats the server).
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"McpServer(name={self.name!r}, transport={self.transport!r}, "
+            f"command={self.command!r}, args={self.args!r}, url={self.url!r})"
+        )
 
     def view(self) -> dict[str, str]:
         return {"name": self.name, "transport": self.transport}

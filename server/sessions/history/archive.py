@@ -15,8 +15,6 @@ the same bytes apart from ids (the session id, the message ids, and ``repoId`` w
 imported on another repository).
 """
 
-from __future__ import annotations
-
 import logging
 import uuid
 from collections.abc import AsyncIterator

@@ -7,8 +7,6 @@ checks a client's choice before anything is sent to the agent. The older ``model
 is set through ``session/set_model``.
 """
 
-from __future__ import annotations
-
 from typing import Literal, TypedDict
 
 from agent_bridge.jsontypes import JsonObject, JsonValue

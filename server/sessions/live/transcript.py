@@ -22,8 +22,6 @@ JSON strings inside the transcript are encoded with sorted keys, so equal input 
 byte-identical output.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Literal, NotRequired, TypedDict
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import msgspec
 
 from agent_bridge.jsontypes import JsonObject, JsonValue
 from server.contents import Cost, ToolContent
@@ -21,8 +21,7 @@ __all__ = ["ToolBook", "Turn"]
 _FINISHED = ("completed", "error", "cancelled")
 
 
-@dataclass
-class _Call:
+class _Call(msgspec.Struct):
     row_id: str
     step: int
     created: float
@@ -140,30 +139,35 @@ class ToolBook:
         return call
 
 
-@dataclass
 class Turn:
-    run_id: str
-    max_steps: int
-    step_base: int = 0
-    session_id: str | None = None
-    # The agent's cumulative cost (usage_update.cost.amount) before this run, when the
-    # caller knows it; without it the change is measured from the run's first report.
-    cost_base: float | None = None
-    # The monotonic clock durations are measured on (injected by tests).
-    clock: Callable[[], float] = time.monotonic
-    started: float = field(init=False)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    cancel_requested: bool = False
-    finished: bool = False  # the run's end is stored (or being stored)
-    paused: bool = False
-    final_status: str | None = None
-    usage: JsonObject | None = None  # the agent's last usage report, as it sent it
-    _cost_first: JsonObject | None = None  # its first cost with an amount ({amount, currency})
-    _cost_last: JsonObject | None = None
-    tools: ToolBook = field(init=False)
+    """One prompt turn's run: its budget, its tool calls, its usage and cost."""
 
-    def __post_init__(self) -> None:
-        self.started = self.clock()
+    def __init__(
+        self,
+        run_id: str,
+        max_steps: int,
+        step_base: int = 0,
+        session_id: str | None = None,
+        cost_base: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_id = run_id
+        self.max_steps = max_steps
+        self.step_base = step_base
+        self.session_id = session_id
+        # The agent's cumulative cost (usage_update.cost.amount) before this run, when the
+        # caller knows it; without it the change is measured from the run's first report.
+        self.cost_base = cost_base
+        self.clock = clock  # the monotonic clock durations are measured on (tests inject it)
+        self.started = clock()
+        self.done = anyio.Event()
+        self.cancel_requested = False
+        self.finished = False  # the run's end is stored (or being stored)
+        self.paused = False
+        self.final_status: str | None = None
+        self.usage: JsonObject | None = None  # the agent's last usage report, as it sent it
+        self._cost_first: JsonObject | None = None  # its first cost with an amount
+        self._cost_last: JsonObject | None = None  # ({amount, currency})
         self.tools = ToolBook(self)
 
     @property

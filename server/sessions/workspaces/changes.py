@@ -2,8 +2,6 @@
 unified patch capped at a byte limit. Rename detection is on; binary files are marked
 (``binary: true``, no counts) and never dumped into the patch."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TypedDict
 

@@ -20,7 +20,6 @@ import re
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["INDEX", "TTL", "FileIndex", "match_files"]
@@ -37,26 +36,26 @@ def _blank_dirs(path: str) -> str:
 _MAX_FILES = 500_000
 
 
-@dataclass
 class _Listing:
-    paths: list[str]
-    lowered: list[str]
-    made: float
-    index_stat: tuple[int, int] | None
-    joined: str = ""
-    """The lowered paths, one per line (no path holds a newline: those are left out)."""
-    starts: list[int] = field(default_factory=list)
-    """Where each lowered path starts in ``joined``."""
-    joined_names: str = ""
-    """The same lines with every directory part blanked out (offsets kept)."""
+    """One work tree's paths at ``made``, laid out for matching."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, paths: list[str], lowered: list[str], made: float, index_stat: tuple[int, int] | None
+    ) -> None:
+        self.paths = paths
+        self.lowered = lowered
+        self.made = made
+        self.index_stat = index_stat
+        # The lowered paths, one per line (no path holds a newline: those are left out),
+        # where each starts in it, and the same lines with every directory part blanked
+        # out (offsets kept).
+        self.starts: list[int] = []
         offset = 0
-        for lowered in self.lowered:
+        for path in lowered:
             self.starts.append(offset)
-            offset += len(lowered) + 1
-        self.joined = "\n".join(self.lowered)
-        self.joined_names = "\n".join(_blank_dirs(p) for p in self.lowered)
+            offset += len(path) + 1
+        self.joined = "\n".join(lowered)
+        self.joined_names = "\n".join(_blank_dirs(p) for p in lowered)
 
 
 def _index_stat(root: Path) -> tuple[int, int] | None:

@@ -3,8 +3,6 @@ revert, a commit, a merge: API.md "Who did what"), and after a merge ``Workspace
 (API.md, Review): the branch went into another, when and as which commit, kept on the
 session so that a review shows the merged state."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import TypedDict
 

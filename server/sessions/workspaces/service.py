@@ -6,8 +6,6 @@ Every git operation runs on a worker thread (``anyio.to_thread``), one at a time
 session (a lock per session), so the event loop never waits on git.
 """
 
-from __future__ import annotations
-
 import logging
 import weakref
 from collections import defaultdict

@@ -5,8 +5,6 @@ same way: relative, inside, no ``..``).
 
 Synchronous: the caller runs these on a worker thread."""
 
-from __future__ import annotations
-
 import os
 import stat
 from pathlib import Path, PurePosixPath

@@ -1,7 +1,5 @@
 """Usage statistics: ``GET /api/stats`` (buckets of runs) and ``GET /api/stats/tools``."""
 
-from __future__ import annotations
-
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TypedDict, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
