@@ -46,7 +46,10 @@ __all__ = [
     "SHAPES",
     "SHAPES_0006",
     "STATUS_COLUMNS",
+    "CHANGE_VIEWS",
     "backfill_sql",
+    "change_trigger_sql",
+    "drop_change_trigger_sql",
     "drop_trigger_sql",
     "fence",
     "run_table",
@@ -156,17 +159,18 @@ def _union(rows: list[str]) -> str:
     return " UNION ALL ".join(f"SELECT {row}" for row in rows)
 
 
-def _run_source(dialect: str, record: str, sign: int) -> str:
-    """One run (``NEW``/``OLD`` or a table alias) as a row of signed contributions."""
-    r = record
+def _run_source(dialect: str, record: str, sign: int | str) -> str:
+    """One run (``NEW``/``OLD``, a table alias, or ``NEW.o_``/``NEW.n_``: one side of a
+    change) as a row of signed contributions."""
+    r = record if record.endswith("_") else f"{record}."
     return (
-        f"{sign} AS sign, {_epoch(dialect, f'{r}.created_at')} AS epoch, "
-        f"{r}.agent_id AS agent_id, {r}.repo_id AS repo_id, {r}.status AS status, "
-        f"{r}.cost_currency AS cost_currency, {r}.tool_call_count AS tool_call_count, "
-        f"{r}.tool_failure_count AS tool_failure_count, {r}.duration_ms AS duration_ms, "
-        f"{r}.input_tokens AS input_tokens, {r}.output_tokens AS output_tokens, "
-        f"{r}.cached_tokens AS cached_tokens, {r}.cost_amount AS cost_amount, "
-        f"{bin_sql(f'{r}.duration_ms')} AS bin"
+        f"{sign} AS sign, {_epoch(dialect, f'{r}created_at')} AS epoch, "
+        f"{r}agent_id AS agent_id, {r}repo_id AS repo_id, {r}status AS status, "
+        f"{r}cost_currency AS cost_currency, {r}tool_call_count AS tool_call_count, "
+        f"{r}tool_failure_count AS tool_failure_count, {r}duration_ms AS duration_ms, "
+        f"{r}input_tokens AS input_tokens, {r}output_tokens AS output_tokens, "
+        f"{r}cached_tokens AS cached_tokens, {r}cost_amount AS cost_amount, "
+        f"{bin_sql(f'{r}duration_ms')} AS bin"
     )
 
 
@@ -222,11 +226,15 @@ def _run_rows(source: str, dialect: str, shapes: tuple[Shape, ...]) -> str:
 
 
 def _tool_source(dialect: str, record: str, run: str, sign: str) -> str:
+    """One tool call (``record``) of a run (``run``) as a row of signed contributions;
+    both may be one side of a change (``NEW.o_``/``NEW.n_``)."""
+    t = record if record.endswith("_") else f"{record}."
+    r = run if run.endswith("_") else f"{run}."
     return (
-        f"{sign} AS sign, {_epoch(dialect, f'{record}.created_at')} AS epoch, "
-        f"{run}.agent_id AS agent_id, {run}.repo_id AS repo_id, "
-        f"{record}.tool_name AS tool_name, {record}.status AS status, "
-        f"{bin_sql(f'{record}.duration_ms')} AS bin"
+        f"{sign} AS sign, {_epoch(dialect, f'{t}created_at')} AS epoch, "
+        f"{r}agent_id AS agent_id, {r}repo_id AS repo_id, "
+        f"{t}tool_name AS tool_name, {t}status AS status, "
+        f"{bin_sql(f'{t}duration_ms')} AS bin"
     )
 
 
@@ -378,6 +386,133 @@ def trigger_sql(dialect: str, shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
             f"EXECUTE FUNCTION stats_{name}()"
         )
     return out
+
+
+# -- SQLite: the triggers hand each change to a view's INSTEAD OF trigger ------------------
+#
+# SQLite parses every trigger of the schema on each connection's first statement. The
+# upserts above are large (a histogram of 97 bins is 97 sums and 97 updates), and the
+# seven triggers held ten of them: 160 KB of SQL, ~13 ms on every new connection (~50 M
+# instructions, a tenth of the server's start beyond the bare stack). Since migration 0014
+# each of the seven inserts the change (its old side, its new side or both, as one row)
+# into a view, ``stats_run_changes`` or ``stats_tool_changes``, whose INSTEAD OF trigger
+# holds the one upsert of its table: 2 upserts in the schema instead of 10, the sums
+# unchanged. A view stores nothing and its INSTEAD OF trigger's rows count as no change.
+# PostgreSQL keeps the triggers above (its functions are planned on first use, not when a
+# connection opens).
+
+_RUN_SIDE = ("sign", *_RUN_WATCHED)
+_TOOL_SIDE = ("sign", "created_at", "agent_id", "repo_id", "tool_name", "status", "duration_ms")
+CHANGE_VIEWS = ("stats_run_changes", "stats_tool_changes")
+
+
+def _side(view: str, side: str) -> list[str]:
+    return [f"{side}_{c}" for c in (_RUN_SIDE if view == "stats_run_changes" else _TOOL_SIDE)]
+
+
+def _change(view: str, sides: list[tuple[str, list[str]]], source: str = "") -> str:
+    """Hand one change to ``view``: ``sides`` are (``o`` or ``n``, its values in the
+    side's column order), selected ``FROM source`` when given."""
+    columns = [c for side, _ in sides for c in _side(view, side)]
+    values = ", ".join(v for _, side_values in sides for v in side_values)
+    select = f"SELECT {values} FROM {source}" if source else f"VALUES ({values})"
+    return f"INSERT INTO {view} ({', '.join(columns)}) {select}"
+
+
+def _run_values(record: str, sign: str) -> list[str]:
+    return [sign, *(f"{record}.{c}" for c in _RUN_WATCHED)]
+
+
+def _tool_values(call: str, run: str, sign: str) -> list[str]:
+    return [
+        sign,
+        f"{call}.created_at",
+        f"{run}.agent_id",
+        f"{run}.repo_id",
+        f"{call}.tool_name",
+        f"{call}.status",
+        f"{call}.duration_ms",
+    ]
+
+
+def _change_statements() -> dict[str, list[str]]:
+    """The statements of each trigger, by the trigger's event (as ``_statements``)."""
+    run, tool = CHANGE_VIEWS
+
+    def run_tools(record: str, side: str, sign: str) -> str:
+        source = f"tool_calls t WHERE t.run_id = {record}.id"
+        return _change(tool, [(side, _tool_values("t", record, sign))], source)
+
+    def tools(record: str, side: str, sign: str) -> str:
+        source = f"runs r WHERE r.id = {record}.run_id"
+        return _change(tool, [(side, _tool_values(record, "r", sign))], source)
+
+    # a side whose run is gone counts nothing (its sign NULL)
+    both = [
+        ("o", _tool_values("OLD", "ro", "CASE WHEN ro.id IS NULL THEN NULL ELSE -1 END")),
+        ("n", _tool_values("NEW", "rn", "CASE WHEN rn.id IS NULL THEN NULL ELSE 1 END")),
+    ]
+    joined = "(SELECT 1) AS one LEFT JOIN runs ro ON ro.id = OLD.run_id "
+    joined += "LEFT JOIN runs rn ON rn.id = NEW.run_id"
+    return {
+        "run_insert": [_change(run, [("n", _run_values("NEW", "1"))])],
+        "run_update": [
+            _change(run, [("o", _run_values("OLD", "-1")), ("n", _run_values("NEW", "1"))])
+        ],
+        "run_delete": [
+            _change(run, [("o", _run_values("OLD", "-1"))]),
+            run_tools("OLD", "o", "-1"),
+        ],
+        "run_move": [run_tools("OLD", "o", "-1"), run_tools("NEW", "n", "1")],
+        "tool_insert": [tools("NEW", "n", "1")],
+        "tool_update": [_change(tool, both, joined)],
+        "tool_delete": [tools("OLD", "o", "-1")],
+    }
+
+
+def change_trigger_sql(shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
+    """SQLite's CREATE statements (migration 0014): the two views, their INSTEAD OF
+    triggers with the upserts, and the seven triggers that hand them the changes."""
+    out: list[str] = []
+    for view in CHANGE_VIEWS:
+        columns = [*_side(view, "o"), *_side(view, "n")]
+        nulls = ", ".join("NULL" for _ in columns)
+        out.append(f"CREATE VIEW {view} ({', '.join(columns)}) AS SELECT {nulls} WHERE 0")
+    sides = ("o", "n")
+    runs = _union(
+        [
+            f"{_run_source('sqlite', f'NEW.{s}_', f'NEW.{s}_sign')} WHERE NEW.{s}_sign IS NOT NULL"
+            for s in sides
+        ]
+    )
+    tools = " UNION ALL ".join(
+        f"SELECT {_tool_source('sqlite', f'NEW.{s}_', f'NEW.{s}_', f'NEW.{s}_sign')} "
+        f"WHERE NEW.{s}_sign IS NOT NULL"
+        for s in sides
+    )
+    upserts = {
+        "stats_run_changes": _upsert("stats_runs", _run_rows(runs, "sqlite", shapes)),
+        "stats_tool_changes": _upsert("stats_tools", _tool_rows(tools, "sqlite")),
+    }
+    for view, upsert in upserts.items():
+        out.append(
+            f"CREATE TRIGGER {view}_apply INSTEAD OF INSERT ON {view} FOR EACH ROW\n"
+            f"BEGIN\n{upsert};\nEND"
+        )
+    for name, body in _change_statements().items():
+        table, timing, event, watched = _EVENTS[name]
+        when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""
+        statements = "".join(f"{s};\n" for s in body)
+        out.append(
+            f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when}\n"
+            f"BEGIN\n{statements}END"
+        )
+    return out
+
+
+def drop_change_trigger_sql() -> list[str]:
+    """Undo ``change_trigger_sql`` (a view's drop takes its trigger)."""
+    return [*drop_trigger_sql("sqlite"), *(f"DROP VIEW IF EXISTS {v}" for v in CHANGE_VIEWS)]
 
 
 def drop_trigger_sql(dialect: str) -> list[str]:

@@ -1,6 +1,8 @@
 """Migrations 0006 and 0008: the upgrade fills the roll-up from the runs and tool calls already
 there (the fast path then answers as the exact one), its downgrade leaves no table,
-trigger or function behind (runs are written as before), and it upgrades again."""
+trigger or function behind (runs are written as before), and it upgrades again. Migration
+0014 (SQLite): the triggers that hand their changes to views keep the same rows as
+rebuilding the roll-up from scratch, in a tenth of the schema's SQL; and back."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import delete, inspect, text, update
 
-from store import Database, Repo, Run, SessionRecord, downgrade, open_database, upgrade
+from store import Database, Repo, Run, SessionRecord, downgrade, open_database, rollup, upgrade
 from store import stats as exact
 from tests.stats.test_rollup import BASE, ZONES, compare, mutate, write_history
 
@@ -124,4 +126,63 @@ async def test_0008_fills_filtered_quarter_hours_and_downgrades(database: Databa
 
     await upgrade(database)
     await half_hour_zones_agree(database, repos)
+    await everything_agrees(database, repos)
+
+
+async def trigger_sql_length(db: Database) -> tuple[int, list[str]]:
+    """The length of the schema's trigger SQL and its views' names (SQLite)."""
+    async with db.read() as s:
+        query = "SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')"
+        found = (await s.execute(text(query))).all()
+    return sum(len(sql) for kind, _, sql in found if kind == "trigger"), sorted(
+        name for kind, name, _ in found if kind == "view"
+    )
+
+
+async def kept_is_rebuilt(db: Database) -> None:
+    """The rows the triggers kept are those a backfill from scratch makes (rows summing to
+    nothing aside: the triggers leave them, a backfill makes none; cost sums to 1e-9)."""
+
+    async def rows() -> dict[tuple[object, ...], tuple[float, ...]]:
+        found = {}
+        async with db.read() as s:
+            for table, key in (("stats_runs", rollup.RUN_KEY), ("stats_tools", rollup.TOOL_KEY)):
+                result = await s.execute(text(f"SELECT * FROM {table}"))  # noqa: S608
+                for row in result.all():
+                    values = tuple(round(v, 9) for v in row[len(key) :])
+                    if any(values):
+                        found[(table, *row[: len(key)])] = values
+        return found
+
+    kept = await rows()
+    async with db.write() as s, s.begin():
+        await s.execute(text("DELETE FROM stats_runs"))
+        await s.execute(text("DELETE FROM stats_tools"))
+        for statement in rollup.backfill_sql("sqlite"):
+            await s.execute(text(statement))
+    assert await rows() == kept
+    assert kept
+
+
+async def test_0014_hands_changes_to_views_and_keeps_the_same_rows(
+    database: Database, database_url: str
+) -> None:
+    if not database_url.startswith("sqlite"):
+        pytest.skip("0014 changes SQLite's triggers only")
+    await upgrade(database)
+    rnd, repos, sessions = await seed_history(database, 21)
+    length, views = await trigger_sql_length(database)
+    assert views == sorted(rollup.CHANGE_VIEWS)
+    assert length < 60_000  # 0013's triggers: ~160 KB, parsed on every connection
+    await kept_is_rebuilt(database)
+
+    await downgrade(database, "0013_search_upkeep")
+    length, views = await trigger_sql_length(database)
+    assert views == [] and length > 150_000
+    await mutate(database, rnd, await write_history(database, rnd, repos))
+    await kept_is_rebuilt(database)
+
+    await upgrade(database)
+    await mutate(database, rnd, await write_history(database, rnd, repos))
+    await kept_is_rebuilt(database)
     await everything_agrees(database, repos)
