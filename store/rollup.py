@@ -26,6 +26,7 @@ it needs a new migration (which keeps its own frozen list of shapes, as 0006 doe
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from sqlalchemy import (
     BigInteger,
@@ -367,12 +368,7 @@ def trigger_sql(dialect: str, shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
     for name, body in _statements(dialect, shapes).items():
         table, timing, event, watched = _EVENTS[name]
         if dialect == "sqlite":
-            when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""
-            statements = "".join(f"{s};\n" for s in body)
-            out.append(
-                f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when}\n"
-                f"BEGIN\n{statements}END"
-            )
+            out.append(_sqlite_trigger(name, body))
             continue
         result = "OLD" if event == "DELETE" else "NEW"
         statements = "".join(f"{s};\n" for s in body)
@@ -388,18 +384,21 @@ def trigger_sql(dialect: str, shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
     return out
 
 
-# -- SQLite: the triggers hand each change to a view's INSTEAD OF trigger ------------------
-#
-# SQLite parses every trigger of the schema on each connection's first statement. The
-# upserts above are large (a histogram of 97 bins is 97 sums and 97 updates), and the
-# seven triggers held ten of them: 160 KB of SQL, ~13 ms on every new connection (~50 M
-# instructions, a tenth of the server's start beyond the bare stack). Since migration 0014
-# each of the seven inserts the change (its old side, its new side or both, as one row)
-# into a view, ``stats_run_changes`` or ``stats_tool_changes``, whose INSTEAD OF trigger
-# holds the one upsert of its table: 2 upserts in the schema instead of 10, the sums
-# unchanged. A view stores nothing and its INSTEAD OF trigger's rows count as no change.
-# PostgreSQL keeps the triggers above (its functions are planned on first use, not when a
-# connection opens).
+def _sqlite_trigger(name: str, body: list[str]) -> str:
+    table, timing, event, watched = _EVENTS[name]
+    when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""
+    statements = "".join(f"{s};\n" for s in body)
+    return (
+        f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when}\n"
+        f"BEGIN\n{statements}END"
+    )
+
+
+# -- SQLite since 0014: the triggers hand each change to a view's INSTEAD OF trigger -------
+# SQLite parses every trigger on a connection's first statement; the ten upserts above were
+# 160 KB of SQL (~13 ms a connection). Each trigger now inserts its change (old side, new
+# side or both, one row) into a view whose INSTEAD OF trigger holds the one upsert of its
+# table (docs/usage.md). PostgreSQL plans its functions on first use: it keeps the above.
 
 _RUN_SIDE = ("sign", *_RUN_WATCHED)
 _TOOL_SIDE = ("sign", "created_at", "agent_id", "repo_id", "tool_name", "status", "duration_ms")
@@ -424,15 +423,8 @@ def _run_values(record: str, sign: str) -> list[str]:
 
 
 def _tool_values(call: str, run: str, sign: str) -> list[str]:
-    return [
-        sign,
-        f"{call}.created_at",
-        f"{run}.agent_id",
-        f"{run}.repo_id",
-        f"{call}.tool_name",
-        f"{call}.status",
-        f"{call}.duration_ms",
-    ]
+    """A tool call's side: its run's agent and repository, its own other columns."""
+    return [sign, *(f"{run if c in ('agent_id', 'repo_id') else call}.{c}" for c in _TOOL_SIDE[1:])]
 
 
 def _change_statements() -> dict[str, list[str]]:
@@ -454,15 +446,11 @@ def _change_statements() -> dict[str, list[str]]:
     ]
     joined = "(SELECT 1) AS one LEFT JOIN runs ro ON ro.id = OLD.run_id "
     joined += "LEFT JOIN runs rn ON rn.id = NEW.run_id"
+    old_run, new_run = ("o", _run_values("OLD", "-1")), ("n", _run_values("NEW", "1"))
     return {
-        "run_insert": [_change(run, [("n", _run_values("NEW", "1"))])],
-        "run_update": [
-            _change(run, [("o", _run_values("OLD", "-1")), ("n", _run_values("NEW", "1"))])
-        ],
-        "run_delete": [
-            _change(run, [("o", _run_values("OLD", "-1"))]),
-            run_tools("OLD", "o", "-1"),
-        ],
+        "run_insert": [_change(run, [new_run])],
+        "run_update": [_change(run, [old_run, new_run])],
+        "run_delete": [_change(run, [old_run]), run_tools("OLD", "o", "-1")],
         "run_move": [run_tools("OLD", "o", "-1"), run_tools("NEW", "n", "1")],
         "tool_insert": [tools("NEW", "n", "1")],
         "tool_update": [_change(tool, both, joined)],
@@ -478,18 +466,12 @@ def change_trigger_sql(shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
         columns = [*_side(view, "o"), *_side(view, "n")]
         nulls = ", ".join("NULL" for _ in columns)
         out.append(f"CREATE VIEW {view} ({', '.join(columns)}) AS SELECT {nulls} WHERE 0")
-    sides = ("o", "n")
-    runs = _union(
-        [
-            f"{_run_source('sqlite', f'NEW.{s}_', f'NEW.{s}_sign')} WHERE NEW.{s}_sign IS NOT NULL"
-            for s in sides
-        ]
-    )
-    tools = " UNION ALL ".join(
-        f"SELECT {_tool_source('sqlite', f'NEW.{s}_', f'NEW.{s}_', f'NEW.{s}_sign')} "
-        f"WHERE NEW.{s}_sign IS NOT NULL"
-        for s in sides
-    )
+
+    def both_sides(source: Callable[[str], str]) -> str:  # a side without its sign: no row
+        return _union([f"{source(f'NEW.{s}_')} WHERE NEW.{s}_sign IS NOT NULL" for s in "on"])
+
+    runs = both_sides(lambda side: _run_source("sqlite", side, f"{side}sign"))
+    tools = both_sides(lambda side: _tool_source("sqlite", side, side, f"{side}sign"))
     upserts = {
         "stats_run_changes": _upsert("stats_runs", _run_rows(runs, "sqlite", shapes)),
         "stats_tool_changes": _upsert("stats_tools", _tool_rows(tools, "sqlite")),
@@ -499,15 +481,7 @@ def change_trigger_sql(shapes: tuple[Shape, ...] = SHAPES) -> list[str]:
             f"CREATE TRIGGER {view}_apply INSTEAD OF INSERT ON {view} FOR EACH ROW\n"
             f"BEGIN\n{upsert};\nEND"
         )
-    for name, body in _change_statements().items():
-        table, timing, event, watched = _EVENTS[name]
-        when = f" WHEN {_changed(watched, 'IS NOT')}" if watched else ""
-        statements = "".join(f"{s};\n" for s in body)
-        out.append(
-            f"CREATE TRIGGER stats_{name} {timing} {event} ON {table} FOR EACH ROW{when}\n"
-            f"BEGIN\n{statements}END"
-        )
-    return out
+    return out + [_sqlite_trigger(name, body) for name, body in _change_statements().items()]
 
 
 def drop_change_trigger_sql() -> list[str]:
