@@ -15,12 +15,12 @@ import hashlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from msgspec.structs import replace
 from sqlalchemy.engine import make_url
 
 from agent_bridge.limits import AgentLimits, LimitCgroups

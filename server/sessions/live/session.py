@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
 from anyio.abc import TaskGroup, TaskStatus
+from msgspec.structs import replace
 
 from agent_bridge import (
     SESSION_ENV,
