@@ -154,12 +154,15 @@ def start_command(
     return argv, server_env(tree, workdir, database, port), tree
 
 
-def migrated(trees: dict[str, Path], directory: Path) -> Path:
-    """A database in ``directory`` brought to head by a first start (not counted)."""
+def migrated(trees: dict[str, Path], directory: Path) -> dict[str | None, Path]:
+    """A database in ``directory`` per revision, brought to its head by a first start (not
+    counted): revisions may be migrations apart. The bare stack (None) opens the last's."""
     (directory / "ws").mkdir(parents=True)
-    database = directory / "db.sqlite"
-    start_once(next(iter(trees.values())), directory, database)
-    return database
+    databases: dict[str | None, Path] = {}
+    for kind, tree in trees.items():
+        databases[kind] = databases[None] = directory / f"db-{len(databases)}.sqlite"
+        start_once(tree, directory, databases[kind])
+    return databases
 
 
 def start_once(tree: Path | None, workdir: Path, database: Path) -> tuple[float, float]:
@@ -189,9 +192,10 @@ def startup(trees: dict[str, Path], workdir: Path, rounds: int) -> None:
     cpu: dict[str | None, list[float]] = {kind: [] for kind in kinds}
     for n in range(rounds):
         directory = workdir / f"start-{n}"
-        database = migrated(trees, directory)
+        databases = migrated(trees, directory)
         for kind in kinds[n % len(kinds) :] + kinds[: n % len(kinds)]:
-            took, used = start_once(None if kind is None else trees[kind], directory, database)
+            tree = None if kind is None else trees[kind]
+            took, used = start_once(tree, directory, databases[kind])
             seconds[kind].append(took)
             cpu[kind].append(used)
         print(
@@ -251,9 +255,11 @@ def instructions(trees: dict[str, Path], workdir: Path) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
     directory = workdir / "instructions"
-    database = migrated(trees, directory)
-    counted = {kind: instructions_once(tree, directory, database) for kind, tree in trees.items()}
-    stack = instructions_once(None, directory, database)
+    databases = migrated(trees, directory)
+    counted = {
+        kind: instructions_once(tree, directory, databases[kind]) for kind, tree in trees.items()
+    }
+    stack = instructions_once(None, directory, databases[None])
     print(f"\ninstructions from spawn to /readyz (callgrind):\n{'bare stack':>12}: {stack:,}")
     for kind, count in counted.items():
         print(f"{kind:>12}: {count:,}  ratio to the stack: {count / stack:.3f}")
