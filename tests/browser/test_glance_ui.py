@@ -143,6 +143,14 @@ def _neighbour_key(page: Page, rows: Any, current: str) -> str:
     return opened
 
 
+def _leave_fields(page: Page) -> None:
+    """Take the focus out of any field, so the next key is a shortcut. (A click on the
+    body lands at its centre, which is on the prompt box or a sidebar field depending on
+    how long the list is: the key was then typed there.)"""
+    page.evaluate("() => document.activeElement?.blur()")
+    assert page.evaluate("() => document.activeElement === document.body")
+
+
 def _opened(page: Page, session_id: str) -> None:
     """The session's view had its first snapshot: an active one focuses its prompt box
     then, so leaving the box before that would type the next key into it."""
@@ -156,17 +164,17 @@ def test_keyboard_shortcuts_and_their_overlay(
     _git_commit(module_server)  # the changes button shows for a git repository with a commit
     first = start_session(page, title="Shortcut A")
     second = start_session(page, title="Shortcut B")
-    page.locator("body").click()
+    _leave_fields(page)
     page.keyboard.press("?")
     overlay = page.locator("#shortcuts-dialog")
     expect(overlay).to_be_visible()
     expect(overlay).to_contain_text("Next session")
     page.keyboard.press("Escape")
     expect(overlay).to_have_count(0)
-    page.locator("body").click()
+    _leave_fields(page)
     page.keyboard.press("/")
     expect(page.locator("#session-search")).to_be_focused()
-    page.locator("body").click()
+    _leave_fields(page)
     page.keyboard.press("i")
     expect(page.locator("#prompt-input")).to_be_focused()
     rows = page.locator(".session-item")
@@ -175,15 +183,15 @@ def test_keyboard_shortcuts_and_their_overlay(
     assert {first, second} <= set(order)
     page.goto(f"{module_server.url}/#/s/{second}")  # the session to step from, opened
     _opened(page, second)
-    page.locator("body").click()
+    _leave_fields(page)
     assert _neighbour_key(page, rows, second) != second
     page.goto(f"{module_server.url}/#/s/{second}")
     _opened(page, second)
-    page.locator("body").click()
+    _leave_fields(page)
     page.keyboard.press("c")
     review_tab = page.locator('.session-tab[data-tab="review"]')
     expect(review_tab).to_have_attribute("aria-selected", "true")
-    page.locator("body").click()
+    _leave_fields(page)
     page.keyboard.press("n")
     expect(page.locator("#new-repo")).to_be_focused()
 

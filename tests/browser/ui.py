@@ -31,8 +31,11 @@ def start_session(page: Any, *, agent: str | None = None, title: str | None = No
         page.select_option("#new-agent", agent)
     if title:
         page.fill("#new-title", title)
+    before = page.url  # another session's, when one is open: wait for the new one's
     page.get_by_role("button", name="Start session").click()
     expect(page).to_have_url(SESSION_URL)
+    if SESSION_URL.search(before):
+        expect(page).not_to_have_url(before)
     expect(page.locator("#prompt-input")).to_be_enabled()
     return str(page.url.rsplit("/", 1)[1])
 
