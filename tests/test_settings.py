@@ -249,6 +249,20 @@ def test_secrets_are_not_echoed(tmp_path: Path) -> None:
     assert str(raised.value).startswith("DATABASE_URL=")
 
 
+def test_a_settings_repr_shows_no_secret(tmp_path: Path) -> None:
+    secrets = {
+        "API_TOKEN": "tok-hunter2",
+        "AUTH_PROXY_SECRET": "proxy-hunter2",
+        "CLUSTER_SECRET": "cluster-hunter2",
+    }
+    settings = load_settings(base_env(tmp_path, **secrets), env_file=None)
+    shown = repr(settings)
+    assert "hunter2" not in shown and "hunter2" not in str(settings)
+    assert "api_token" not in shown and "cluster_secret" not in shown
+    assert f"workspace_root={settings.workspace_root!r}" in shown  # the rest shows
+    assert settings.api_token == "tok-hunter2"  # kept, only not shown
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com", ""])
 def test_non_loopback_host_needs_a_token(tmp_path: Path, host: str) -> None:
     with pytest.raises(SettingsError) as raised:
