@@ -58,18 +58,6 @@ class SettingsError(ValueError):
     """A configuration value is invalid; the message is one line naming the variable."""
 
 
-def _shown(env: str, raw: str) -> str:
-    """How a rejected value appears in the error: never a password or token."""
-    if env == "DATABASE_URL":
-        try:
-            return repr(make_url(raw.strip()).render_as_string(hide_password=True))
-        except (ArgumentError, ValueError):
-            return "(unparseable URL)"
-    if "TOKEN" in env or "SECRET" in env:
-        return "(hidden)"
-    return repr(raw)
-
-
 class Setting(msgspec.Struct, frozen=True):
     """Where a field of ``Settings`` comes from: its variable, how its text is read, the
     default text and a line of doc. A secret never shows in a repr (nor, through it, in a
@@ -440,6 +428,16 @@ _SETTINGS: dict[str, Setting] = {
 }
 
 
+def _shown(setting: Setting, raw: str) -> str:
+    """How a rejected value appears in the error: never a password or a secret."""
+    if setting.env == "DATABASE_URL":
+        try:
+            return repr(make_url(raw.strip()).render_as_string(hide_password=True))
+        except (ArgumentError, ValueError):
+            return "(unparseable URL)"
+    return "(hidden)" if setting.secret else repr(raw)
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None, env_file: str | os.PathLike[str] | None = ".env"
 ) -> Settings:
@@ -457,7 +455,7 @@ def load_settings(
         try:
             values[name] = setting.parse(raw)
         except ValueError as exc:
-            raise SettingsError(f"{env}={_shown(env, raw)} is invalid: {exc}") from None
+            raise SettingsError(f"{env}={_shown(setting, raw)} is invalid: {exc}") from None
     settings = Settings(**values)
     settings.check_listen_address()
     return settings

@@ -160,10 +160,9 @@ def _union(rows: list[str]) -> str:
     return " UNION ALL ".join(f"SELECT {row}" for row in rows)
 
 
-def _run_source(dialect: str, record: str, sign: int | str) -> str:
-    """One run (``NEW``/``OLD``, a table alias, or ``NEW.o_``/``NEW.n_``: one side of a
-    change) as a row of signed contributions."""
-    r = record if record.endswith("_") else f"{record}."
+def _run_source(dialect: str, r: str, sign: int | str) -> str:
+    """One run as a row of signed contributions; ``r`` prefixes its columns: ``NEW.``,
+    ``OLD.``, a table alias's, or one side of a change's (``NEW.o_``, ``NEW.n_``)."""
     return (
         f"{sign} AS sign, {_epoch(dialect, f'{r}created_at')} AS epoch, "
         f"{r}agent_id AS agent_id, {r}repo_id AS repo_id, {r}status AS status, "
@@ -226,11 +225,9 @@ def _run_rows(source: str, dialect: str, shapes: tuple[Shape, ...]) -> str:
     )
 
 
-def _tool_source(dialect: str, record: str, run: str, sign: str) -> str:
-    """One tool call (``record``) of a run (``run``) as a row of signed contributions;
-    both may be one side of a change (``NEW.o_``/``NEW.n_``)."""
-    t = record if record.endswith("_") else f"{record}."
-    r = run if run.endswith("_") else f"{run}."
+def _tool_source(dialect: str, t: str, r: str, sign: str) -> str:
+    """One tool call as a row of signed contributions: ``t`` prefixes its columns, ``r``
+    its run's (as ``_run_source``'s)."""
     return (
         f"{sign} AS sign, {_epoch(dialect, f'{t}created_at')} AS epoch, "
         f"{r}agent_id AS agent_id, {r}repo_id AS repo_id, "
@@ -272,9 +269,9 @@ def backfill_sql(
 ) -> list[str]:
     """Fill the (empty) roll-up tables from the rows already there: the rows of ``shapes``
     (and of the tool calls unless ``tools`` is false)."""
-    runs = f"SELECT {_run_source(dialect, 'r', 1)} FROM runs r"
+    runs = f"SELECT {_run_source(dialect, 'r.', 1)} FROM runs r"
     tool_source = (
-        f"SELECT {_tool_source(dialect, 't', 'r', '1')} "
+        f"SELECT {_tool_source(dialect, 't.', 'r.', '1')} "
         "FROM tool_calls t JOIN runs r ON r.id = t.run_id"
     )
     out = [_upsert("stats_runs", _run_rows(runs, dialect, shapes))]
@@ -317,19 +314,22 @@ def _statements(dialect: str, shapes: tuple[Shape, ...]) -> dict[str, list[str]]
     def runs(*records: tuple[str, int]) -> str:
         return _upsert(
             "stats_runs",
-            _run_rows(_union([_run_source(dialect, r, s) for r, s in records]), dialect, shapes),
+            _run_rows(
+                _union([_run_source(dialect, f"{r}.", s) for r, s in records]), dialect, shapes
+            ),
         )
 
     def run_tools(run: str, sign: str) -> str:
         source = (
-            f"SELECT {_tool_source(dialect, 't', run, sign)} FROM tool_calls t "
+            f"SELECT {_tool_source(dialect, 't.', f'{run}.', sign)} FROM tool_calls t "
             f"WHERE t.run_id = {run}.id"
         )
         return _upsert("stats_tools", _tool_rows(source, dialect))
 
     def tools(*records: tuple[str, str]) -> str:
         parts = [
-            f"SELECT {_tool_source(dialect, rec, 'r', sign)} FROM runs r WHERE r.id = {rec}.run_id"
+            f"SELECT {_tool_source(dialect, f'{rec}.', 'r.', sign)} "
+            f"FROM runs r WHERE r.id = {rec}.run_id"
             for rec, sign in records
         ]
         return _upsert("stats_tools", _tool_rows(" UNION ALL ".join(parts), dialect))
@@ -400,13 +400,13 @@ def _sqlite_trigger(name: str, body: list[str]) -> str:
 # side or both, one row) into a view whose INSTEAD OF trigger holds the one upsert of its
 # table (docs/usage.md). PostgreSQL plans its functions on first use: it keeps the above.
 
-_RUN_SIDE = ("sign", *_RUN_WATCHED)
 _TOOL_SIDE = ("sign", "created_at", "agent_id", "repo_id", "tool_name", "status", "duration_ms")
-CHANGE_VIEWS = ("stats_run_changes", "stats_tool_changes")
+_SIDES = {"stats_run_changes": ("sign", *_RUN_WATCHED), "stats_tool_changes": _TOOL_SIDE}
+CHANGE_VIEWS = tuple(_SIDES)
 
 
 def _side(view: str, side: str) -> list[str]:
-    return [f"{side}_{c}" for c in (_RUN_SIDE if view == "stats_run_changes" else _TOOL_SIDE)]
+    return [f"{side}_{c}" for c in _SIDES[view]]
 
 
 def _change(view: str, sides: list[tuple[str, list[str]]], source: str = "") -> str:

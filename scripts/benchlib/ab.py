@@ -159,8 +159,8 @@ def migrated(trees: dict[str, Path], directory: Path) -> dict[str | None, Path]:
     counted): revisions may be migrations apart. The bare stack (None) opens the last's."""
     (directory / "ws").mkdir(parents=True)
     databases: dict[str | None, Path] = {}
-    for kind, tree in trees.items():
-        databases[kind] = databases[None] = directory / f"db-{len(databases)}.sqlite"
+    for n, (kind, tree) in enumerate(trees.items()):
+        databases[kind] = databases[None] = directory / f"db-{n}.sqlite"
         start_once(tree, directory, databases[kind])
     return databases
 
